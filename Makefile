@@ -1,0 +1,39 @@
+# Two commands do everything on a fresh machine:
+#   make demo   create .venv if missing, install, run the main job
+#   make test   create .venv if missing, install, run the test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+EXTRAS ?= dev,viz
+
+export OMP_NUM_THREADS ?= 1
+
+.PHONY: demo test bench lint typecheck clean venv
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/bacepipe simulate --scenario paper --seed 0
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_sim.py
+
+lint: $(STAMP)
+	$(PY) -m ruff check bacepipe_env tests benchmarks
+	$(PY) -m ruff format --check bacepipe_env tests benchmarks
+
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info

@@ -1,0 +1,49 @@
+"""bacepipe-env: an event-driven simulator and Gymnasium environment for scheduling
+pipeline-parallel LLM training across geo-distributed GPU regions (BACE-Pipe,
+arXiv 2605.25375).
+
+The core (``bacepipe_env.core``, ``bacepipe_env.scheduling``, ``bacepipe_env.policies``,
+``bacepipe_env.scenarios``) imports neither gymnasium nor torch.
+"""
+
+from .core import (
+    Cluster,
+    Job,
+    JobRecord,
+    ModelSpec,
+    Placement,
+    Region,
+    RunResult,
+    Scenario,
+    Simulator,
+    TrainingConstants,
+)
+from .errors import BacepipeError, PlacementError, ScenarioError, SimulationError, ValidationError
+from .policies import Policy, bace_pipe
+from .scenarios import list_scenarios, load_scenario, synthetic_scenario
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BacepipeError",
+    "Cluster",
+    "Job",
+    "JobRecord",
+    "ModelSpec",
+    "Placement",
+    "PlacementError",
+    "Policy",
+    "Region",
+    "RunResult",
+    "Scenario",
+    "ScenarioError",
+    "SimulationError",
+    "Simulator",
+    "TrainingConstants",
+    "ValidationError",
+    "__version__",
+    "bace_pipe",
+    "list_scenarios",
+    "load_scenario",
+    "synthetic_scenario",
+]

@@ -1,0 +1,36 @@
+"""The simulator core: cluster, jobs, performance model, placements and the event-driven
+simulator. Free of gymnasium and torch."""
+
+from .cluster import DEFAULT_POWER_KW, Cluster, Region
+from .job import Job, ModelSpec, TrainingConstants
+from .perf import JobProfile, iteration_time, profile_job
+from .placement import Placement
+from .scenario import Scenario
+from .simulator import (
+    JobRecord,
+    OrderingPolicy,
+    PlacementPolicy,
+    RunResult,
+    SchedulerView,
+    Simulator,
+)
+
+__all__ = [
+    "DEFAULT_POWER_KW",
+    "Cluster",
+    "Job",
+    "JobProfile",
+    "JobRecord",
+    "ModelSpec",
+    "OrderingPolicy",
+    "Placement",
+    "PlacementPolicy",
+    "Region",
+    "RunResult",
+    "Scenario",
+    "SchedulerView",
+    "Simulator",
+    "TrainingConstants",
+    "iteration_time",
+    "profile_job",
+]

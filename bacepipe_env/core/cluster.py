@@ -1,0 +1,124 @@
+"""Regions and the multi-region cluster (SPEC section 2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ScenarioError
+from .validate import require_float, require_int, require_square_matrix, require_str
+
+__all__ = ["DEFAULT_POWER_KW", "Cluster", "Region"]
+
+DEFAULT_POWER_KW = 0.3  # one A6000's board power (SPEC section 2)
+
+
+@dataclass(frozen=True)
+class Region:
+    """One cloud region: ``gpus`` GPUs at ``price`` $/kWh, ``intra_bandwidth`` bytes/s between
+    two pipeline stages inside it."""
+
+    name: str
+    gpus: int
+    price: float  # $/kWh
+    intra_bandwidth: float  # bytes/s
+
+    def __post_init__(self) -> None:
+        require_str("region.name", self.name)
+        where = f"region {self.name!r}"
+        object.__setattr__(self, "gpus", require_int(f"{where}.gpus", self.gpus, minimum=1))
+        object.__setattr__(self, "price", require_float(f"{where}.price", self.price, minimum=0.0))
+        object.__setattr__(
+            self,
+            "intra_bandwidth",
+            require_float(f"{where}.intra_bandwidth", self.intra_bandwidth, positive=True),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Cluster:
+    """K regions, a directed inter-region bandwidth matrix and an optional latency matrix.
+
+    ``bandwidth[u, v]`` is the capacity of the directed link u -> v in bytes/s (may be
+    asymmetric; the diagonal is unused). ``latency[u, v]`` is a one-way delay in seconds added
+    to every cross-region hop (default zero, as in the paper).
+    """
+
+    regions: tuple[Region, ...]
+    bandwidth: np.ndarray  # (K, K) bytes/s
+    latency: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (K, K) s
+    power_kw: float = DEFAULT_POWER_KW  # per GPU
+
+    def __post_init__(self) -> None:
+        regions = tuple(self.regions)
+        if not regions:
+            raise ScenarioError("regions", [], "a cluster needs at least one region")
+        for i, r in enumerate(regions):
+            if not isinstance(r, Region):
+                raise ScenarioError(f"regions[{i}]", r, "must be a Region")
+        names = [r.name for r in regions]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ScenarioError("regions", dupes, "region names must be unique")
+        k = len(regions)
+        object.__setattr__(self, "regions", regions)
+        object.__setattr__(self, "bandwidth", require_square_matrix("bandwidth", self.bandwidth, k))
+        lat = self.latency if np.size(self.latency) else np.zeros((k, k))
+        object.__setattr__(self, "latency", require_square_matrix("latency", lat, k))
+        object.__setattr__(
+            self, "power_kw", require_float("power_kw", self.power_kw, positive=True)
+        )
+
+    @property
+    def n_regions(self) -> int:
+        """Number of regions K."""
+        return len(self.regions)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Region names in index order."""
+        return tuple(r.name for r in self.regions)
+
+    @property
+    def capacity(self) -> tuple[int, ...]:
+        """GPU capacity ``G_r`` per region."""
+        return tuple(r.gpus for r in self.regions)
+
+    @property
+    def prices(self) -> tuple[float, ...]:
+        """Electricity price ``P_r`` ($/kWh) per region."""
+        return tuple(r.price for r in self.regions)
+
+    @property
+    def total_gpus(self) -> int:
+        """Sum of all regions' GPU capacities."""
+        return sum(self.capacity)
+
+    @property
+    def largest_region(self) -> int:
+        """Index of the region with the most GPUs (ties to the lower index); Eq. (13) uses its
+        intra-region bandwidth for every hop when it computes K*."""
+        caps = self.capacity
+        return caps.index(max(caps))
+
+    def index(self, name: str) -> int:
+        """Region index of ``name``; a ScenarioError lists the known names otherwise."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise ScenarioError("region", name, f"unknown region; known: {', '.join(self.names)}")
+
+    @classmethod
+    def from_regions(
+        cls,
+        regions: Sequence[Region],
+        bandwidth: np.ndarray | Sequence[Sequence[float]],
+        latency: np.ndarray | Sequence[Sequence[float]] | None = None,
+        power_kw: float = DEFAULT_POWER_KW,
+    ) -> Cluster:
+        """Build a cluster; ``latency`` defaults to zeros."""
+        lat = np.zeros((len(regions), len(regions))) if latency is None else latency
+        # Validation (and conversion to read-only float arrays) happens in __post_init__.
+        return cls(tuple(regions), bandwidth, lat, power_kw)  # type: ignore[arg-type]

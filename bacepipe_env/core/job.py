@@ -1,0 +1,100 @@
+"""Models and training jobs (SPEC section 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ScenarioError
+from .validate import require_float, require_int, require_str
+
+__all__ = ["Job", "ModelSpec", "TrainingConstants"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A transformer model: ``params`` parameters N, ``n_layers`` layers, hidden size ``hidden``."""
+
+    name: str
+    params: float  # N
+    n_layers: int
+    hidden: int
+
+    def __post_init__(self) -> None:
+        require_str("model.name", self.name)
+        where = f"model {self.name!r}"
+        object.__setattr__(self, "params", require_float(f"{where}.params", self.params, positive=True))
+        object.__setattr__(self, "n_layers", require_int(f"{where}.n_layers", self.n_layers, minimum=1))
+        object.__setattr__(self, "hidden", require_int(f"{where}.hidden", self.hidden, minimum=1))
+
+
+@dataclass(frozen=True)
+class TrainingConstants:
+    """The per-job constants of the performance model (SPEC section 3); all are scenario knobs.
+
+    Defaults: sequence length 2048, micro-batch 1, A6000 dense bf16 peak 154.8 TFLOP/s, model
+    FLOP utilisation 0.4, zero per-stage overhead, 2-byte (fp16) activations.
+    """
+
+    seq_len: int = 2048  # S, tokens
+    micro_batch: int = 1  # m, samples
+    peak_flops: float = 154.8e12  # FLOP/s per GPU
+    mfu: float = 0.4
+    stage_overhead: float = 0.0  # c0, seconds per stage per micro-batch
+    bytes_per_value: int = 2  # fp16 activations and gradients
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "seq_len", require_int("constants.seq_len", self.seq_len, minimum=1))
+        set_(self, "micro_batch", require_int("constants.micro_batch", self.micro_batch, minimum=1))
+        set_(self, "peak_flops", require_float("constants.peak_flops", self.peak_flops, positive=True))
+        set_(self, "mfu", require_float("constants.mfu", self.mfu, positive=True, maximum=1.0))
+        set_(
+            self,
+            "stage_overhead",
+            require_float("constants.stage_overhead", self.stage_overhead, minimum=0.0),
+        )
+        set_(
+            self,
+            "bytes_per_value",
+            require_int("constants.bytes_per_value", self.bytes_per_value, minimum=1),
+        )
+
+
+@dataclass(frozen=True)
+class Job:
+    """One LLM training job: a model trained with global batch ``batch`` (samples) for
+    ``epochs`` passes over a dataset of ``samples`` samples, submitted at ``submit_time`` s."""
+
+    job_id: int
+    model: ModelSpec
+    dataset: str
+    samples: int
+    batch: int
+    submit_time: float = 0.0  # s
+    epochs: int = 1
+    constants: TrainingConstants = field(default_factory=TrainingConstants)
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "job_id", require_int("job.job_id", self.job_id, minimum=0))
+        where = f"job {self.job_id}"
+        if not isinstance(self.model, ModelSpec):
+            raise ScenarioError(f"{where}.model", self.model, "must be a ModelSpec")
+        require_str(f"{where}.dataset", self.dataset)
+        set_(self, "samples", require_int(f"{where}.samples", self.samples, minimum=1))
+        set_(self, "batch", require_int(f"{where}.batch", self.batch, minimum=1))
+        set_(
+            self, "submit_time", require_float(f"{where}.submit_time", self.submit_time, minimum=0.0)
+        )
+        set_(self, "epochs", require_int(f"{where}.epochs", self.epochs, minimum=1))
+        if not isinstance(self.constants, TrainingConstants):
+            raise ScenarioError(f"{where}.constants", self.constants, "must be TrainingConstants")
+        if self.batch % self.constants.micro_batch:
+            raise ScenarioError(
+                f"{where}.batch",
+                self.batch,
+                f"must be a multiple of the micro-batch size {self.constants.micro_batch}",
+            )
+        if not self.name:
+            set_(self, "name", f"J{self.job_id}")

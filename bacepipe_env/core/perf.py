@@ -1,0 +1,130 @@
+"""The pipeline performance model: Eq. (1)-(4), Eq. (13), b(L) and E(1) (SPEC section 3).
+
+A placement with L GPUs is an ordered path of regions, ``n_r`` GPUs (= stages) in each; the
+stages of a region are contiguous, so the L - 1 stage boundaries are ``n_r - 1`` intra-region
+hops inside each region and one cross-region hop between consecutive path regions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .cluster import Cluster
+from .job import Job
+from .units import SECONDS_PER_HOUR
+
+__all__ = [
+    "JobProfile",
+    "electricity_cost",
+    "iteration_time",
+    "placement_comm_times",
+    "profile_job",
+]
+
+
+def iteration_time(
+    t_comp: float, comm_times: Sequence[float], n_stages: int, n_micro: int
+) -> float:
+    """Eq. (1): one training iteration of a GPipe pipeline, forward plus backward (seconds).
+
+    ``t_iter = (sum(t_comm) + L * t_comp + (M - 1) * Delta) * 2`` with
+    ``Delta = max(t_comp, max(t_comm))``. ``comm_times`` holds the L - 1 boundary transfer times.
+    """
+    bottleneck = max(t_comp, max(comm_times)) if comm_times else t_comp  # Delta
+    return (math.fsum(comm_times) + n_stages * t_comp + (n_micro - 1) * bottleneck) * 2.0
+
+
+@dataclass(frozen=True)
+class JobProfile:
+    """What the Job Parser extracts from a job once: everything a scheduler needs about it.
+
+    ``t_comp(L) = compute_coeff / L + stage_overhead`` is the per-stage, per-micro-batch compute
+    time with L stages; ``k_star`` is Eq. (13); ``min_bandwidth_kstar`` is ``b(K*)`` and
+    ``single_gpu_exec`` is ``E(1)`` (both used by the priority, Eqs. 9-10).
+    """
+
+    job: Job
+    n_micro: int  # M = batch / m
+    iterations: int  # I = ceil(samples / batch) * epochs
+    activation_bytes: float  # A = m * S * h * bytes, sent across each stage boundary
+    compute_coeff: float  # 2 N m S / (peak * mfu), seconds
+    stage_overhead: float  # c0, seconds
+    k_star: int
+    min_bandwidth_kstar: float  # b(K*), bytes/s
+    single_gpu_exec: float  # E(1), seconds
+
+    def t_comp(self, n_gpus: int) -> float:
+        """Per-stage compute time of one micro-batch with ``n_gpus`` stages (seconds)."""
+        return self.compute_coeff / n_gpus + self.stage_overhead
+
+    def min_bandwidth(self, n_gpus: int) -> float:
+        """``b(L) = A / t_comp(L)``: the bandwidth under which a hop stalls the pipeline."""
+        return self.activation_bytes / self.t_comp(n_gpus)
+
+    def execution_time(self, comm_times: Sequence[float], n_gpus: int) -> float:
+        """Eq. (2): ``E = I * t_iter(L)`` for a placement whose boundary times are given."""
+        return self.iterations * iteration_time(
+            self.t_comp(n_gpus), comm_times, n_gpus, self.n_micro
+        )
+
+
+def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
+    """Derive a job's :class:`JobProfile`.
+
+    ``reference_intra_bandwidth`` (bytes/s) is the intra-region bandwidth Eq. (13) assumes for
+    every hop: the cluster's largest region's (SPEC section 3). K* is the smallest minimiser of
+    ``t_iter(k)`` over ``1 <= k <= n_layers`` (a stage holds at least one layer).
+    """
+    c = job.constants
+    model = job.model
+    n_micro = job.batch // c.micro_batch
+    iterations = math.ceil(job.samples / job.batch) * job.epochs
+    activation = float(c.micro_batch * c.seq_len * model.hidden * c.bytes_per_value)
+    coeff = 2.0 * model.params * c.micro_batch * c.seq_len / (c.peak_flops * c.mfu)
+    hop = activation / reference_intra_bandwidth
+
+    def t_comp(n: int) -> float:
+        return coeff / n + c.stage_overhead
+
+    best_k, best_t = 1, math.inf
+    for k in range(1, model.n_layers + 1):  # Eq. (13)
+        t = iteration_time(t_comp(k), [hop] * (k - 1), k, n_micro)
+        if t < best_t:
+            best_k, best_t = k, t
+    return JobProfile(
+        job=job,
+        n_micro=n_micro,
+        iterations=iterations,
+        activation_bytes=activation,
+        compute_coeff=coeff,
+        stage_overhead=c.stage_overhead,
+        k_star=best_k,
+        min_bandwidth_kstar=activation / t_comp(best_k),
+        single_gpu_exec=iterations * iteration_time(t_comp(1), [], 1, n_micro),
+    )
+
+
+def placement_comm_times(
+    profile: JobProfile, cluster: Cluster, path: Sequence[int], gpus: Sequence[int]
+) -> list[float]:
+    """The L - 1 boundary transfer times of a placement, in pipeline order (seconds).
+
+    Inside region r a hop takes ``A / intra_bandwidth[r]``; between consecutive path regions
+    u -> v it takes ``A / B[u, v] + latency[u, v]`` with B the link's nominal capacity
+    (reservations are admission control, constraint 6, not rate limits).
+    """
+    a = profile.activation_bytes
+    times: list[float] = []
+    for i, (r, n) in enumerate(zip(path, gpus)):
+        if i:
+            u = path[i - 1]
+            times.append(a / float(cluster.bandwidth[u, r]) + float(cluster.latency[u, r]))
+        times.extend([a / cluster.regions[r].intra_bandwidth] * (n - 1))
+    return times
+
+
+def electricity_cost(exec_seconds: float, gpus_price_sum: float, power_kw: float) -> float:
+    """Eq. (4): ``C = E * sum_r n_r P_r * power_kw``, E converted to hours; dollars."""
+    return exec_seconds / SECONDS_PER_HOUR * gpus_price_sum * power_kw

@@ -1,0 +1,40 @@
+"""A job's placement: an ordered pipeline path of regions with a GPU count in each."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Placement"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """``path[i]`` is the i-th region of the pipeline and holds ``gpus[i]`` consecutive stages."""
+
+    path: tuple[int, ...]
+    gpus: tuple[int, ...]
+
+    @classmethod
+    def from_allocation(cls, path: Sequence[int], allocation: Mapping[int, int]) -> Placement:
+        """Build from a path and a region -> GPU-count mapping (the pure functions' form)."""
+        return cls(tuple(int(r) for r in path), tuple(int(allocation[r]) for r in path))
+
+    @property
+    def n_gpus(self) -> int:
+        """L, the pipeline size."""
+        return sum(self.gpus)
+
+    @property
+    def allocation(self) -> dict[int, int]:
+        """Region index -> GPU count."""
+        return dict(zip(self.path, self.gpus))
+
+    @property
+    def links(self) -> tuple[tuple[int, int], ...]:
+        """The directed cross-region links u -> v the pipeline crosses, in order."""
+        return tuple(zip(self.path[:-1], self.path[1:]))
+
+    def describe(self, names: Sequence[str]) -> str:
+        """Human form, e.g. ``EA-East:48 > US-East-2:32``."""
+        return " > ".join(f"{names[r]}:{n}" for r, n in zip(self.path, self.gpus))

@@ -1,0 +1,25 @@
+"""Unit conversions. Internally: seconds, bytes, bytes/s, $/kWh, kW (SPEC section 1)."""
+
+from __future__ import annotations
+
+SECONDS_PER_HOUR = 3600.0
+
+
+def gbps_to_bytes_per_s(gbps: float) -> float:
+    """Gigabits per second (10^9 bit/s) to bytes per second."""
+    return gbps * 1e9 / 8.0
+
+
+def mbps_to_bytes_per_s(mbps: float) -> float:
+    """Megabits per second (10^6 bit/s) to bytes per second."""
+    return mbps * 1e6 / 8.0
+
+
+def bytes_per_s_to_gbps(bps: float) -> float:
+    """Bytes per second to gigabits per second."""
+    return bps * 8.0 / 1e9
+
+
+def hours(seconds: float) -> float:
+    """Seconds to hours."""
+    return seconds / SECONDS_PER_HOUR

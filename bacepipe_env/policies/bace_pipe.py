@@ -1,0 +1,73 @@
+"""BACE-Pipe exactly as printed: dynamic priority (Eqs. 9-12), Pathfinder (Alg. 1) and the
+Cost-Min Allocator (Alg. 2), composed from :mod:`bacepipe_env.scheduling`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..core.placement import Placement
+from ..core.simulator import SchedulerView
+from ..scheduling.pathfinder import _pathfinder
+from ..scheduling.priority import _priority_scores
+from .base import Policy
+
+__all__ = ["PathfinderPlacement", "PriorityOrdering", "bace_pipe"]
+
+
+class PriorityOrdering:
+    """Eq. (12): the candidate with the highest priority; ties to the earlier submission, then
+    the lower job id. ``I_j`` and ``D_j`` are normalised over the whole pending queue (jobs that
+    failed to place earlier in this pass included), alpha is Eq. (11) now."""
+
+    name = "priority"
+
+    def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
+        """Score the pending queue, return the best candidate."""
+        if len(candidates) == 1:
+            return candidates[0]
+        pending = view.pending
+        profiles = [view.profile(j) for j in pending]
+        scores = _priority_scores(
+            [p.single_gpu_exec for p in profiles],
+            [p.min_bandwidth_kstar for p in profiles],
+            view.network_utilization,
+        )
+        allowed = set(candidates)
+        best, best_score = candidates[0], -float("inf")
+        for job_id, score in zip(pending, scores):  # submission order: first max wins ties
+            if score > best_score and job_id in allowed:
+                best, best_score = job_id, score
+        return best
+
+
+class PathfinderPlacement:
+    """Alg. 1 (with Alg. 2 inside) on the free GPUs and the residual bandwidth."""
+
+    def __init__(self, partial_take: bool = False) -> None:
+        self.partial_take = partial_take
+        self.name = "pathfinder+partial" if partial_take else "pathfinder"
+
+    def place(self, view: SchedulerView, job_id: int) -> Placement | None:
+        """Pathfinder's path and Cost-Min's GPUs; ``None`` when no GPU is free."""
+        prof = view.profile(job_id)
+        path, alloc = _pathfinder(
+            view.free_gpus,
+            view.cluster.prices,
+            view.residual_rows,
+            prof.k_star,
+            prof.activation_bytes,
+            prof.t_comp,
+            self.partial_take,
+        )
+        if not path:
+            return None
+        return Placement(tuple(path), tuple(alloc[r] for r in path))
+
+
+def bace_pipe(partial_take: bool = False) -> Policy:
+    """The full BACE-Pipe policy."""
+    return Policy(
+        "bace-pipe+partial" if partial_take else "bace-pipe",
+        PriorityOrdering(),
+        PathfinderPlacement(partial_take),
+    )

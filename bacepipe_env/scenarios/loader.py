@@ -1,0 +1,442 @@
+"""Scenario files: parse, validate and materialise them into :class:`Scenario` objects.
+
+A scenario file (JSON, or TOML on Python >= 3.11) describes regions, links, models, datasets
+and either an explicit job list or a workload rule. The schema is documented in
+``docs/scenarios.md``; every mistake raises :class:`ScenarioError` naming the field and value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.cluster import Cluster, Region
+from ..core.job import Job, ModelSpec, TrainingConstants
+from ..core.scenario import Scenario
+from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
+from ..core.validate import require_float, require_int, require_square_matrix, require_str
+from ..errors import ScenarioError
+
+__all__ = [
+    "BUILTIN_SCENARIOS",
+    "build_scenario",
+    "list_scenarios",
+    "load_scenario",
+    "load_scenario_spec",
+    "scale_gpus",
+]
+
+BUILTIN_SCENARIOS = ("fig1", "paper")
+
+_TOP_KEYS = {
+    "name", "description", "source", "constants", "regions", "links", "latency_ms",
+    "models", "datasets", "jobs", "workload",
+}
+_CONSTANT_KEYS = {
+    "seq_len", "micro_batch", "peak_tflops", "mfu", "stage_overhead_s", "power_kw",
+    "bytes_per_value", "epochs",
+}
+_REGION_KEYS = {"name", "gpus", "price_usd_per_kwh", "bandwidth_gbps", "intra_gbps"}
+_MODEL_KEYS = {"name", "params", "layers", "hidden", "batch"}
+_DATASET_KEYS = {"name", "samples"}
+_JOB_KEYS = {"name", "model", "dataset", "submit_h", "epochs", "batch"}
+_WORKLOAD_KEYS = {"n_jobs", "models", "datasets", "submit_h", "arrival_rate_per_h"}
+_LINK_KEYS = {"rule", "matrix_gbps", "pairs", "symmetric"}
+_PAIR_KEYS = {"a", "b", "gbps", "mbps"}
+
+
+def list_scenarios() -> list[str]:
+    """Names of the scenarios shipped with the package."""
+    return list(BUILTIN_SCENARIOS)
+
+
+def load_scenario_spec(source: str | Path) -> dict[str, Any]:
+    """Read a built-in scenario by name, or a ``.json`` / ``.toml`` file by path, unvalidated."""
+    text: str
+    origin: str
+    if isinstance(source, str) and source in BUILTIN_SCENARIOS:
+        origin = f"built-in scenario {source!r}"
+        text = resources.files(__package__).joinpath(f"data/{source}.json").read_text("utf-8")
+        suffix = ".json"
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ScenarioError(
+                "scenario",
+                str(source),
+                f"no built-in scenario or file by that name; built-ins: "
+                f"{', '.join(BUILTIN_SCENARIOS)}",
+            )
+        origin = str(path)
+        suffix = path.suffix.lower()
+        try:
+            text = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as err:
+            raise ScenarioError("scenario", str(path), f"cannot be read: {err}") from None
+    if suffix == ".toml":
+        spec = _parse_toml(text, origin)
+    else:
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ScenarioError(
+                "scenario", origin, f"invalid JSON at line {err.lineno} column {err.colno}: "
+                f"{err.msg}"
+            ) from None
+    if not isinstance(spec, dict):
+        raise ScenarioError("scenario", origin, "the top level must be a table/object")
+    return spec
+
+
+def _parse_toml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError:
+            raise ScenarioError(
+                "scenario", origin, "TOML needs Python >= 3.11 or the 'tomli' package; "
+                "or write the scenario as JSON"
+            ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError("scenario", origin, f"invalid TOML: {err}") from None
+
+
+def load_scenario(
+    source: str | Path | Mapping[str, Any],
+    *,
+    seed: int = 0,
+    bandwidth_scale: float = 1.0,
+    gpu_scale: float = 1.0,
+    n_jobs: int | None = None,
+) -> Scenario:
+    """Load a scenario by built-in name, file path or already-parsed mapping, and apply the
+    sweep knobs (SPEC section 7).
+
+    - ``seed`` drives the random parts of a workload rule (dataset and model draws, arrivals);
+    - ``bandwidth_scale`` multiplies every inter-region link (not the intra-region bandwidth);
+    - ``gpu_scale`` multiplies every region's GPUs, rounded half up, at least 1;
+    - ``n_jobs`` overrides the workload's job count (explicit job lists are cut or cycled).
+    """
+    spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
+    return build_scenario(
+        spec, seed=seed, bandwidth_scale=bandwidth_scale, gpu_scale=gpu_scale, n_jobs=n_jobs
+    )
+
+
+def scale_gpus(gpus: int, scale: float) -> int:
+    """A region's GPU count under ``gpu_scale``: rounded half up, never below 1."""
+    return max(1, math.floor(gpus * scale + 0.5))
+
+
+def build_scenario(
+    spec: Mapping[str, Any],
+    *,
+    seed: int = 0,
+    bandwidth_scale: float = 1.0,
+    gpu_scale: float = 1.0,
+    n_jobs: int | None = None,
+) -> Scenario:
+    """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`)."""
+    if not isinstance(spec, Mapping):
+        raise ScenarioError("scenario", type(spec).__name__, "must be a mapping")
+    _no_unknown_keys("scenario", spec, _TOP_KEYS)
+    seed = require_int("seed", seed, minimum=0)
+    bandwidth_scale = require_float("bandwidth_scale", bandwidth_scale, positive=True)
+    gpu_scale = require_float("gpu_scale", gpu_scale, positive=True)
+    if n_jobs is not None:
+        n_jobs = require_int("n_jobs", n_jobs, minimum=1)
+    name = require_str("name", spec.get("name", "custom"))
+
+    constants, power_kw, epochs = _constants(spec.get("constants", {}))
+    regions, region_bw = _regions(_list(spec, "regions"), gpu_scale)
+    names = [r.name for r in regions]
+    bandwidth = _links(spec.get("links"), names, region_bw) * bandwidth_scale
+    latency = _latency(spec.get("latency_ms"), len(names))
+    cluster = Cluster(tuple(regions), bandwidth, latency, power_kw)
+
+    models = _named_table(_list(spec, "models"), "models", _MODEL_KEYS, _model)
+    datasets = _named_table(_list(spec, "datasets"), "datasets", _DATASET_KEYS, _dataset)
+    rng = np.random.default_rng(seed)
+    if "jobs" in spec and "workload" in spec:
+        raise ScenarioError("jobs", "jobs and workload", "give either a job list or a workload")
+    if "jobs" in spec:
+        job_rows = _explicit_jobs(_list(spec, "jobs"), models, datasets, n_jobs)
+    elif "workload" in spec:
+        job_rows = _workload_jobs(spec["workload"], models, datasets, n_jobs, rng)
+    else:
+        raise ScenarioError("jobs", None, "a scenario needs a 'jobs' list or a 'workload' rule")
+
+    jobs = []
+    for i, row in enumerate(job_rows):
+        model, batch = models[row["model"]]
+        jobs.append(
+            Job(
+                job_id=i + 1,
+                model=model,
+                dataset=row["dataset"],
+                samples=datasets[row["dataset"]],
+                batch=row.get("batch", batch),
+                submit_time=row["submit_h"] * SECONDS_PER_HOUR,
+                epochs=row.get("epochs", epochs),
+                constants=constants,
+                name=row.get("name", ""),
+            )
+        )
+    params = {
+        "seed": seed,
+        "bandwidth_scale": bandwidth_scale,
+        "gpu_scale": gpu_scale,
+        "n_jobs": len(jobs),
+        "source": spec.get("source", ""),
+    }
+    return Scenario(name, cluster, tuple(jobs), str(spec.get("description", "")), params)
+
+
+# ------------------------------------------------------------------------------ sections
+
+
+def _list(spec: Mapping[str, Any], key: str) -> list[Any]:
+    if key not in spec:
+        raise ScenarioError(key, None, "is missing")
+    value = spec[key]
+    if not isinstance(value, list) or not value:
+        raise ScenarioError(key, value, "must be a non-empty list")
+    return value
+
+
+def _table(field: str, value: Any, allowed: set[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ScenarioError(field, value, "must be a table/object")
+    _no_unknown_keys(field, value, allowed)
+    return value
+
+
+def _no_unknown_keys(field: str, value: Mapping[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(value) - allowed)
+    if unknown:
+        raise ScenarioError(
+            f"{field}.{unknown[0]}", value[unknown[0]],
+            f"unknown key; allowed: {', '.join(sorted(allowed))}",
+        )
+
+
+def _get(field: str, row: Mapping[str, Any], key: str) -> Any:
+    if key not in row:
+        raise ScenarioError(f"{field}.{key}", None, "is missing")
+    return row[key]
+
+
+def _constants(raw: Any) -> tuple[TrainingConstants, float, int]:
+    c = _table("constants", raw, _CONSTANT_KEYS)
+    defaults = TrainingConstants()
+
+    def num(key: str, default: float) -> float:
+        return require_float(f"constants.{key}", c.get(key, default), positive=True)
+
+    constants = TrainingConstants(
+        seq_len=require_int("constants.seq_len", c.get("seq_len", defaults.seq_len), minimum=1),
+        micro_batch=require_int(
+            "constants.micro_batch", c.get("micro_batch", defaults.micro_batch), minimum=1
+        ),
+        peak_flops=num("peak_tflops", defaults.peak_flops / 1e12) * 1e12,
+        mfu=require_float("constants.mfu", c.get("mfu", defaults.mfu), positive=True, maximum=1),
+        stage_overhead=require_float(
+            "constants.stage_overhead_s", c.get("stage_overhead_s", 0.0), minimum=0.0
+        ),
+        bytes_per_value=require_int(
+            "constants.bytes_per_value", c.get("bytes_per_value", 2), minimum=1
+        ),
+    )
+    power = num("power_kw", 0.3)
+    epochs = require_int("constants.epochs", c.get("epochs", 1), minimum=1)
+    return constants, power, epochs
+
+
+def _regions(rows: list[Any], gpu_scale: float) -> tuple[list[Region], list[float | None]]:
+    regions: list[Region] = []
+    region_bw: list[float | None] = []
+    for i, raw in enumerate(rows):
+        f = f"regions[{i}]"
+        row = _table(f, raw, _REGION_KEYS)
+        name = require_str(f"{f}.name", _get(f, row, "name"))
+        gpus = require_int(f"{f}.gpus", _get(f, row, "gpus"), minimum=1)
+        price = require_float(f"{f}.price_usd_per_kwh", _get(f, row, "price_usd_per_kwh"),
+                              minimum=0.0)
+        bw = row.get("bandwidth_gbps")
+        if bw is not None:
+            bw = require_float(f"{f}.bandwidth_gbps", bw, positive=True)
+        intra = row.get("intra_gbps", bw)
+        if intra is None:
+            raise ScenarioError(f"{f}.intra_gbps", None,
+                                "is missing (give intra_gbps or bandwidth_gbps)")
+        intra = require_float(f"{f}.intra_gbps", intra, positive=True)
+        regions.append(Region(name, scale_gpus(gpus, gpu_scale), price,
+                              gbps_to_bytes_per_s(intra)))
+        region_bw.append(bw)
+    return regions, region_bw
+
+
+def _links(raw: Any, names: list[str], region_bw: list[float | None]) -> np.ndarray:
+    k = len(names)
+    if raw is None:
+        raise ScenarioError("links", None, "is missing")
+    links = _table("links", raw, _LINK_KEYS)
+    kinds = [key for key in ("rule", "matrix_gbps", "pairs") if key in links]
+    if len(kinds) != 1:
+        raise ScenarioError("links", sorted(links), "give exactly one of rule, matrix_gbps, pairs")
+    if "rule" in links:
+        if links["rule"] != "mean":
+            raise ScenarioError("links.rule", links["rule"], "the only rule is 'mean'")
+        for i, bw in enumerate(region_bw):
+            if bw is None:
+                raise ScenarioError(f"regions[{i}].bandwidth_gbps", None,
+                                    "is needed by links.rule = 'mean'")
+        gbps = np.array([[(a + b) / 2.0 for b in region_bw] for a in region_bw])  # type: ignore[operator]
+        return require_square_matrix("links", gbps_to_bytes_per_s(1.0) * gbps, k)
+    if "matrix_gbps" in links:
+        m = require_square_matrix("links.matrix_gbps", links["matrix_gbps"], k)
+        return m * gbps_to_bytes_per_s(1.0)
+    pairs = links["pairs"]
+    if not isinstance(pairs, list):
+        raise ScenarioError("links.pairs", pairs, "must be a list")
+    symmetric = links.get("symmetric", True)
+    if not isinstance(symmetric, bool):
+        raise ScenarioError("links.symmetric", symmetric, "must be true or false")
+    out = np.zeros((k, k))
+    for i, raw_pair in enumerate(pairs):
+        f = f"links.pairs[{i}]"
+        pair = _table(f, raw_pair, _PAIR_KEYS)
+        a, b = (_region_index(f"{f}.{key}", _get(f, pair, key), names) for key in ("a", "b"))
+        if a == b:
+            raise ScenarioError(f"{f}.b", names[b], "a link joins two different regions")
+        if ("gbps" in pair) == ("mbps" in pair):
+            raise ScenarioError(f, dict(pair), "give exactly one of gbps, mbps")
+        if "gbps" in pair:
+            bps = gbps_to_bytes_per_s(require_float(f"{f}.gbps", pair["gbps"], minimum=0.0))
+        else:
+            bps = mbps_to_bytes_per_s(require_float(f"{f}.mbps", pair["mbps"], minimum=0.0))
+        out[a, b] = bps
+        if symmetric:
+            out[b, a] = bps
+    return out
+
+
+def _latency(raw: Any, k: int) -> np.ndarray:
+    if raw is None:
+        return np.zeros((k, k))
+    return require_square_matrix("latency_ms", raw, k) / 1000.0
+
+
+def _region_index(field: str, name: Any, names: list[str]) -> int:
+    if name not in names:
+        raise ScenarioError(field, name, f"unknown region; known: {', '.join(names)}")
+    return names.index(name)
+
+
+def _named_table(rows: list[Any], field: str, keys: set[str], parse: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, raw in enumerate(rows):
+        f = f"{field}[{i}]"
+        row = _table(f, raw, keys)
+        name = require_str(f"{f}.name", _get(f, row, "name"))
+        if name in out:
+            raise ScenarioError(f"{f}.name", name, f"duplicate {field[:-1]} name")
+        out[name] = parse(f, row)
+    return out
+
+
+def _model(f: str, row: Mapping[str, Any]) -> tuple[ModelSpec, int]:
+    model = ModelSpec(
+        name=row["name"],
+        params=require_float(f"{f}.params", _get(f, row, "params"), positive=True),
+        n_layers=require_int(f"{f}.layers", _get(f, row, "layers"), minimum=1),
+        hidden=require_int(f"{f}.hidden", _get(f, row, "hidden"), minimum=1),
+    )
+    return model, require_int(f"{f}.batch", _get(f, row, "batch"), minimum=1)
+
+
+def _dataset(f: str, row: Mapping[str, Any]) -> int:
+    return require_int(f"{f}.samples", _get(f, row, "samples"), minimum=1)
+
+
+def _explicit_jobs(
+    rows: list[Any], models: Mapping[str, Any], datasets: Mapping[str, Any], n_jobs: int | None
+) -> list[dict[str, Any]]:
+    out = []
+    for i, raw in enumerate(rows):
+        f = f"jobs[{i}]"
+        row = dict(_table(f, raw, _JOB_KEYS))
+        row["model"] = _choice(f"{f}.model", _get(f, row, "model"), models, "model")
+        row["dataset"] = _choice(f"{f}.dataset", _get(f, row, "dataset"), datasets, "dataset")
+        row["submit_h"] = require_float(f"{f}.submit_h", row.get("submit_h", 0.0), minimum=0.0)
+        if "epochs" in row:
+            row["epochs"] = require_int(f"{f}.epochs", row["epochs"], minimum=1)
+        if "batch" in row:
+            row["batch"] = require_int(f"{f}.batch", row["batch"], minimum=1)
+        if "name" in row:
+            row["name"] = require_str(f"{f}.name", row["name"])
+        out.append(row)
+    if n_jobs is not None:  # cut or cycle the list to the requested length
+        cycled = []
+        for i in range(n_jobs):
+            row = dict(out[i % len(out)])
+            if i >= len(out) and "name" in row:
+                row["name"] = f"{row['name']}#{i // len(out) + 1}"
+            cycled.append(row)
+        out = cycled
+    return out
+
+
+def _workload_jobs(
+    raw: Any,
+    models: Mapping[str, Any],
+    datasets: Mapping[str, Any],
+    n_jobs: int | None,
+    rng: np.random.Generator,
+) -> list[dict[str, Any]]:
+    w = _table("workload", raw, _WORKLOAD_KEYS)
+    n = n_jobs if n_jobs is not None else require_int(
+        "workload.n_jobs", _get("workload", w, "n_jobs"), minimum=1
+    )
+    model_names = list(models)
+    dataset_names = list(datasets)
+    chosen_models = _pick("workload.models", w.get("models", "cycle"), model_names, n, rng)
+    chosen_data = _pick("workload.datasets", w.get("datasets", "random"), dataset_names, n, rng)
+    start = require_float("workload.submit_h", w.get("submit_h", 0.0), minimum=0.0)
+    if "arrival_rate_per_h" in w:
+        rate = require_float("workload.arrival_rate_per_h", w["arrival_rate_per_h"], positive=True)
+        gaps = rng.exponential(1.0 / rate, size=n)
+        gaps[0] = 0.0
+        submits = (start + np.cumsum(gaps)).tolist()
+    else:
+        submits = [start] * n
+    return [
+        {"model": m, "dataset": d, "submit_h": t}
+        for m, d, t in zip(chosen_models, chosen_data, submits)
+    ]
+
+
+def _pick(field: str, how: Any, names: list[str], n: int, rng: np.random.Generator) -> list[str]:
+    if how == "cycle":
+        return [names[i % len(names)] for i in range(n)]
+    if how == "random":
+        return [names[i] for i in rng.integers(len(names), size=n).tolist()]
+    if isinstance(how, str) and how in names:
+        return [how] * n
+    raise ScenarioError(field, how, f"must be 'cycle', 'random' or one of: {', '.join(names)}")
+
+
+def _choice(field: str, name: Any, table: Mapping[str, Any], what: str) -> str:
+    if not isinstance(name, str) or name not in table:
+        raise ScenarioError(field, name, f"unknown {what}; known: {', '.join(table)}")
+    return name

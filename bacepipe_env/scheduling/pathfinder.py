@@ -1,0 +1,169 @@
+"""Bandwidth-aware Pathfinder (Alg. 1) and the Cost-Min Allocator (Alg. 2), as printed.
+
+Regions are indices ``0..K-1``; ``free`` and ``price`` are length-K sequences (free GPUs now,
+$/kWh); ``bandwidth`` is the (K, K) matrix of residual bytes/s; allocations map a region index
+to a GPU count. SPEC section 5 fixes the tie-breaks the paper leaves open.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..core.validate import require_float, require_int, require_square_matrix, require_vector
+from ..errors import ValidationError
+
+__all__ = ["COST_TIE_RTOL", "cost_min_allocate", "pathfinder"]
+
+#: Two average prices closer than this relative gap are a tie in Alg. 1 line 20, so that
+#: rounding in a float sum never decides between paths that cost the same in real arithmetic.
+COST_TIE_RTOL = 1e-12
+
+
+def cost_min_allocate(
+    path: Sequence[int], g: int, free: ArrayLike, price: ArrayLike
+) -> dict[int, int]:
+    """Alg. 2: put ``g`` GPUs on ``path`` at the lowest electricity price.
+
+    One GPU per path region first (pipeline continuity), then the surplus region by region in
+    ascending price (ties keep path order), each region up to its free GPUs.
+    Raises ValidationError if ``g`` is smaller than the path or larger than its free GPUs.
+    """
+    free_a = require_vector("free", free, integer=True, exc=ValidationError)
+    k = free_a.shape[0]
+    price_a = require_vector("price", price, length=k, exc=ValidationError)
+    p = _check_path(path, k)
+    g = require_int("g", g, minimum=len(p), exc=ValidationError)
+    free_l = free_a.tolist()
+    for r in p:
+        if free_l[r] < 1:
+            raise ValidationError(f"free[{r}]", free_l[r], "a path region needs a free GPU")
+    if g > sum(free_l[r] for r in p):
+        raise ValidationError("g", g, f"exceeds the {sum(free_l[r] for r in p)} free GPUs on the path")
+    return _cost_min_allocate(p, g, free_l, price_a.tolist())
+
+
+def pathfinder(
+    free: ArrayLike,
+    price: ArrayLike,
+    bandwidth: ArrayLike,
+    k_star: int,
+    activation_bytes: float,
+    t_comp: Callable[[int], float],
+    partial_take: bool = False,
+) -> tuple[list[int], dict[int, int]]:
+    """Alg. 1: the pipeline path and GPU allocation for one job.
+
+    Phase 1: the cheapest region with at least ``k_star`` free GPUs takes all of them.
+    Phase 2: from every region with a free GPU, grow a path greedily along the widest residual
+    link from the tail while ``activation_bytes / bottleneck <= t_comp(g')`` (constraint 6),
+    allocate it with Alg. 2, keep the path with the most GPUs, ties to the lower average price.
+    ``partial_take`` (not in the paper) lets an expansion take fewer of a region's free GPUs when
+    taking all of them would fail the bandwidth check. Returns ``([], {})`` if no GPU is free.
+    """
+    free_a = require_vector("free", free, integer=True, exc=ValidationError)
+    k = free_a.shape[0]
+    price_a = require_vector("price", price, length=k, exc=ValidationError)
+    bw = require_square_matrix("bandwidth", bandwidth, k, exc=ValidationError)
+    k_star = require_int("k_star", k_star, minimum=1, exc=ValidationError)
+    a = require_float("activation_bytes", activation_bytes, minimum=0.0, exc=ValidationError)
+    if not callable(t_comp):
+        raise ValidationError("t_comp", t_comp, "must be a callable of the GPU count")
+    return _pathfinder(
+        free_a.tolist(), price_a.tolist(), bw.tolist(), k_star, a, t_comp, bool(partial_take)
+    )
+
+
+def _check_path(path: Sequence[int], k: int) -> list[int]:
+    if isinstance(path, (str, bytes)) or not isinstance(path, (Sequence, np.ndarray)):
+        raise ValidationError("path", path, "must be a sequence of region indices")
+    p = [require_int(f"path[{i}]", r, minimum=0, exc=ValidationError) for i, r in enumerate(path)]
+    if not p:
+        raise ValidationError("path", list(path), "must not be empty")
+    for i, r in enumerate(p):
+        if r >= k:
+            raise ValidationError(f"path[{i}]", r, f"must be a region index below {k}")
+    if len(set(p)) != len(p):
+        raise ValidationError("path", p, "must not visit a region twice")
+    return p
+
+
+# --- fast paths on plain Python lists, shared with the simulator's built-in policy ---------
+
+
+def _cost_min_allocate(
+    path: Sequence[int], g: int, free: Sequence[int], price: Sequence[float]
+) -> dict[int, int]:
+    alloc = dict.fromkeys(path, 1)  # Alg. 2 lines 1-2: one GPU per stage region
+    remaining = g - len(path)  # line 3
+    for r in sorted(path, key=price.__getitem__):  # line 4 (stable: ties keep path order)
+        if remaining == 0:  # lines 6-7
+            break
+        add = min(free[r] - 1, remaining)  # line 8
+        alloc[r] += add  # line 9
+        remaining -= add  # line 10
+    return alloc
+
+
+def _pathfinder(
+    free: Sequence[int],
+    price: Sequence[float],
+    bw: Sequence[Sequence[float]],
+    k_star: int,
+    a: float,
+    t_comp: Callable[[int], float],
+    partial_take: bool,
+) -> tuple[list[int], dict[int, int]]:
+    k = len(free)
+    # Phase 1, lines 1-4: the cheapest region that fits K* alone (ties to the lower index).
+    best = -1
+    for r in range(k):
+        if free[r] >= k_star and (best < 0 or price[r] < price[best]):
+            best = r
+    if best >= 0:
+        return [best], {best: k_star}
+
+    # Phase 2, lines 5-22.
+    g_max, c_min = 0, math.inf
+    best_path: list[int] = []
+    best_alloc: dict[int, int] = {}
+    for start in range(k):  # line 6
+        if free[start] <= 0:
+            continue
+        path = [start]
+        on_path = [False] * k
+        on_path[start] = True
+        tail, g, b_min = start, min(free[start], k_star), math.inf  # lines 7-8
+        while len(path) < k and g < k_star:  # line 9
+            row = bw[tail]
+            nxt, b_next = -1, -math.inf
+            for u in range(k):  # line 10: widest residual link to an unvisited region with GPUs
+                if not on_path[u] and free[u] > 0 and row[u] > b_next:
+                    nxt, b_next = u, row[u]
+            if nxt < 0:
+                break
+            b_tmp = min(b_min, b_next)  # line 11
+            hi = min(g + free[nxt], k_star)  # line 12
+            lo = g + 1 if partial_take else hi
+            g_new = 0
+            for cand in range(hi, lo - 1, -1):
+                if b_tmp > 0.0 and a / b_tmp <= t_comp(cand):  # line 13: constraint (6)
+                    g_new = cand
+                    break
+            if not g_new:
+                break  # line 17
+            path.append(nxt)  # lines 14-15
+            on_path[nxt] = True
+            tail, b_min, g = nxt, b_tmp, g_new
+        alloc = _cost_min_allocate(path, g, free, price)  # line 18
+        c_avg = math.fsum(alloc[r] * price[r] for r in sorted(path)) / g  # line 19
+        if g > g_max or (  # line 20
+            g == g_max
+            and c_avg < c_min
+            and not math.isclose(c_avg, c_min, rel_tol=COST_TIE_RTOL, abs_tol=0.0)
+        ):
+            best_path, best_alloc, g_max, c_min = path, alloc, g, c_avg  # lines 21-22
+    return best_path, best_alloc

@@ -108,7 +108,8 @@ class Cluster:
         try:
             return self.names.index(name)
         except ValueError:
-            raise ScenarioError("region", name, f"unknown region; known: {', '.join(self.names)}")
+            known = ", ".join(self.names)
+            raise ScenarioError("region", name, f"unknown region; known: {known}") from None
 
     @classmethod
     def from_regions(

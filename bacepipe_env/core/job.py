@@ -22,8 +22,12 @@ class ModelSpec:
     def __post_init__(self) -> None:
         require_str("model.name", self.name)
         where = f"model {self.name!r}"
-        object.__setattr__(self, "params", require_float(f"{where}.params", self.params, positive=True))
-        object.__setattr__(self, "n_layers", require_int(f"{where}.n_layers", self.n_layers, minimum=1))
+        object.__setattr__(
+            self, "params", require_float(f"{where}.params", self.params, positive=True)
+        )
+        object.__setattr__(
+            self, "n_layers", require_int(f"{where}.n_layers", self.n_layers, minimum=1)
+        )
         object.__setattr__(self, "hidden", require_int(f"{where}.hidden", self.hidden, minimum=1))
 
 
@@ -46,7 +50,11 @@ class TrainingConstants:
         set_ = object.__setattr__
         set_(self, "seq_len", require_int("constants.seq_len", self.seq_len, minimum=1))
         set_(self, "micro_batch", require_int("constants.micro_batch", self.micro_batch, minimum=1))
-        set_(self, "peak_flops", require_float("constants.peak_flops", self.peak_flops, positive=True))
+        set_(
+            self,
+            "peak_flops",
+            require_float("constants.peak_flops", self.peak_flops, positive=True),
+        )
         set_(self, "mfu", require_float("constants.mfu", self.mfu, positive=True, maximum=1.0))
         set_(
             self,
@@ -85,7 +93,9 @@ class Job:
         set_(self, "samples", require_int(f"{where}.samples", self.samples, minimum=1))
         set_(self, "batch", require_int(f"{where}.batch", self.batch, minimum=1))
         set_(
-            self, "submit_time", require_float(f"{where}.submit_time", self.submit_time, minimum=0.0)
+            self,
+            "submit_time",
+            require_float(f"{where}.submit_time", self.submit_time, minimum=0.0),
         )
         set_(self, "epochs", require_int(f"{where}.epochs", self.epochs, minimum=1))
         if not isinstance(self.constants, TrainingConstants):

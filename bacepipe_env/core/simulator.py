@@ -320,8 +320,10 @@ class Simulator:
         and is not offered again until the next event).
         """
         if job_id not in self._pending or job_id in self._tried:
-            raise SimulationError(f"job {job_id} is not a candidate now (candidates: "
-                                  f"{[j for j in self._pending if j not in self._tried]})")
+            raise SimulationError(
+                f"job {job_id} is not a candidate now (candidates: "
+                f"{[j for j in self._pending if j not in self._tried]})"
+            )
         if self._free_total <= 0:
             raise SimulationError("no GPU is free: call next_decision() first")
         self._n_decisions += 1

@@ -27,10 +27,10 @@ def require_int(
             value = int(value)
         else:
             raise exc(field, value, "must be a whole number")
-    value = int(value)
-    if minimum is not None and value < minimum:
-        raise exc(field, value, f"must be >= {minimum}")
-    return value
+    number = int(value)
+    if minimum is not None and number < minimum:
+        raise exc(field, number, f"must be >= {minimum}")
+    return number
 
 
 def require_float(
@@ -45,16 +45,16 @@ def require_float(
     """Return ``value`` as a finite float within bounds, or raise naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise exc(field, value, "must be a number")
-    value = float(value)
-    if not math.isfinite(value):
-        raise exc(field, value, "must be finite")
-    if positive and value <= 0:
-        raise exc(field, value, "must be > 0")
-    if minimum is not None and value < minimum:
-        raise exc(field, value, f"must be >= {minimum}")
-    if maximum is not None and value > maximum:
-        raise exc(field, value, f"must be <= {maximum}")
-    return value
+    number = float(value)
+    if not math.isfinite(number):
+        raise exc(field, number, "must be finite")
+    if positive and number <= 0:
+        raise exc(field, number, "must be > 0")
+    if minimum is not None and number < minimum:
+        raise exc(field, number, f"must be >= {minimum}")
+    if maximum is not None and number > maximum:
+        raise exc(field, number, f"must be <= {maximum}")
+    return number
 
 
 def require_str(field: str, value: Any, *, exc: type[ValidationError] = ScenarioError) -> str:

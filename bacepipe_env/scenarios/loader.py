@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -35,12 +36,27 @@ __all__ = [
 BUILTIN_SCENARIOS = ("fig1", "paper")
 
 _TOP_KEYS = {
-    "name", "description", "source", "constants", "regions", "links", "latency_ms",
-    "models", "datasets", "jobs", "workload",
+    "name",
+    "description",
+    "source",
+    "constants",
+    "regions",
+    "links",
+    "latency_ms",
+    "models",
+    "datasets",
+    "jobs",
+    "workload",
 }
 _CONSTANT_KEYS = {
-    "seq_len", "micro_batch", "peak_tflops", "mfu", "stage_overhead_s", "power_kw",
-    "bytes_per_value", "epochs",
+    "seq_len",
+    "micro_batch",
+    "peak_tflops",
+    "mfu",
+    "stage_overhead_s",
+    "power_kw",
+    "bytes_per_value",
+    "epochs",
 }
 _REGION_KEYS = {"name", "gpus", "price_usd_per_kwh", "bandwidth_gbps", "intra_gbps"}
 _MODEL_KEYS = {"name", "params", "layers", "hidden", "batch"}
@@ -86,8 +102,9 @@ def load_scenario_spec(source: str | Path) -> dict[str, Any]:
             spec = json.loads(text)
         except json.JSONDecodeError as err:
             raise ScenarioError(
-                "scenario", origin, f"invalid JSON at line {err.lineno} column {err.colno}: "
-                f"{err.msg}"
+                "scenario",
+                origin,
+                f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg}",
             ) from None
     if not isinstance(spec, dict):
         raise ScenarioError("scenario", origin, "the top level must be a table/object")
@@ -95,20 +112,22 @@ def load_scenario_spec(source: str | Path) -> dict[str, Any]:
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:  # Python 3.10: the optional 'tomli' package
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
         except ModuleNotFoundError:
             raise ScenarioError(
-                "scenario", origin, "TOML needs Python >= 3.11 or the 'tomli' package; "
-                "or write the scenario as JSON"
+                "scenario",
+                origin,
+                "TOML needs Python >= 3.11 or the 'tomli' package; or write the scenario as JSON",
             ) from None
     try:
-        return tomllib.loads(text)
+        parsed: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ScenarioError("scenario", origin, f"invalid TOML: {err}") from None
+    return parsed
 
 
 def load_scenario(
@@ -225,7 +244,8 @@ def _no_unknown_keys(field: str, value: Mapping[str, Any], allowed: set[str]) ->
     unknown = sorted(set(value) - allowed)
     if unknown:
         raise ScenarioError(
-            f"{field}.{unknown[0]}", value[unknown[0]],
+            f"{field}.{unknown[0]}",
+            value[unknown[0]],
             f"unknown key; allowed: {', '.join(sorted(allowed))}",
         )
 
@@ -270,18 +290,19 @@ def _regions(rows: list[Any], gpu_scale: float) -> tuple[list[Region], list[floa
         row = _table(f, raw, _REGION_KEYS)
         name = require_str(f"{f}.name", _get(f, row, "name"))
         gpus = require_int(f"{f}.gpus", _get(f, row, "gpus"), minimum=1)
-        price = require_float(f"{f}.price_usd_per_kwh", _get(f, row, "price_usd_per_kwh"),
-                              minimum=0.0)
+        price = require_float(
+            f"{f}.price_usd_per_kwh", _get(f, row, "price_usd_per_kwh"), minimum=0.0
+        )
         bw = row.get("bandwidth_gbps")
         if bw is not None:
             bw = require_float(f"{f}.bandwidth_gbps", bw, positive=True)
         intra = row.get("intra_gbps", bw)
         if intra is None:
-            raise ScenarioError(f"{f}.intra_gbps", None,
-                                "is missing (give intra_gbps or bandwidth_gbps)")
+            raise ScenarioError(
+                f"{f}.intra_gbps", None, "is missing (give intra_gbps or bandwidth_gbps)"
+            )
         intra = require_float(f"{f}.intra_gbps", intra, positive=True)
-        regions.append(Region(name, scale_gpus(gpus, gpu_scale), price,
-                              gbps_to_bytes_per_s(intra)))
+        regions.append(Region(name, scale_gpus(gpus, gpu_scale), price, gbps_to_bytes_per_s(intra)))
         region_bw.append(bw)
     return regions, region_bw
 
@@ -299,8 +320,9 @@ def _links(raw: Any, names: list[str], region_bw: list[float | None]) -> np.ndar
             raise ScenarioError("links.rule", links["rule"], "the only rule is 'mean'")
         for i, bw in enumerate(region_bw):
             if bw is None:
-                raise ScenarioError(f"regions[{i}].bandwidth_gbps", None,
-                                    "is needed by links.rule = 'mean'")
+                raise ScenarioError(
+                    f"regions[{i}].bandwidth_gbps", None, "is needed by links.rule = 'mean'"
+                )
         gbps = np.array([[(a + b) / 2.0 for b in region_bw] for a in region_bw])  # type: ignore[operator]
         return require_square_matrix("links", gbps_to_bytes_per_s(1.0) * gbps, k)
     if "matrix_gbps" in links:
@@ -405,8 +427,10 @@ def _workload_jobs(
     rng: np.random.Generator,
 ) -> list[dict[str, Any]]:
     w = _table("workload", raw, _WORKLOAD_KEYS)
-    n = n_jobs if n_jobs is not None else require_int(
-        "workload.n_jobs", _get("workload", w, "n_jobs"), minimum=1
+    n = (
+        n_jobs
+        if n_jobs is not None
+        else require_int("workload.n_jobs", _get("workload", w, "n_jobs"), minimum=1)
     )
     model_names = list(models)
     dataset_names = list(datasets)

@@ -7,8 +7,8 @@
 - :func:`pathfinder` - Alg. 1
 """
 
-from .pipeline import iteration_time
 from .pathfinder import COST_TIE_RTOL, cost_min_allocate, pathfinder
+from .pipeline import iteration_time
 from .priority import network_utilization, priority_scores
 
 __all__ = [

@@ -42,7 +42,9 @@ def cost_min_allocate(
         if free_l[r] < 1:
             raise ValidationError(f"free[{r}]", free_l[r], "a path region needs a free GPU")
     if g > sum(free_l[r] for r in p):
-        raise ValidationError("g", g, f"exceeds the {sum(free_l[r] for r in p)} free GPUs on the path")
+        raise ValidationError(
+            "g", g, f"exceeds the {sum(free_l[r] for r in p)} free GPUs on the path"
+        )
     return _cost_min_allocate(p, g, free_l, price_a.tolist())
 
 

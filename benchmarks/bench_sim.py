@@ -1,0 +1,67 @@
+"""Simulator throughput: episodes and scheduling decisions per second.
+
+Prints, for BACE-Pipe on one core:
+- the ``paper`` scenario (6 regions, 8 jobs): episodes/s and decisions/s;
+- a synthetic 32-region, 1,000-job scenario, all jobs at t = 0 and with Poisson arrivals:
+  wall time to load and profile it, and to simulate it.
+
+Run: ``make bench`` or ``python benchmarks/bench_sim.py [--seconds S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+from bacepipe_env import bace_pipe, load_scenario, synthetic_scenario
+
+
+def _paper(seconds: float) -> None:
+    scenario = load_scenario("paper", seed=0)
+    _ = scenario.profiles  # profiled once, as the Job Parser would
+    policy = bace_pipe()
+    policy.simulate(scenario)  # warm-up
+    n_eps = n_dec = 0
+    start = time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        result = policy.simulate(scenario)
+        n_eps += 1
+        n_dec += result.n_decisions
+    print(
+        f"paper (6 regions, 8 jobs), BACE-Pipe: {n_eps / elapsed:,.0f} episodes/s, "
+        f"{n_dec / elapsed:,.0f} decisions/s ({n_eps} episodes in {elapsed:.1f} s)"
+    )
+
+
+def _large(arrivals: float | None) -> None:
+    t0 = time.perf_counter()
+    scenario = synthetic_scenario(32, 1000, seed=0, arrival_rate_per_h=arrivals)
+    _ = scenario.profiles
+    t1 = time.perf_counter()
+    result = bace_pipe().simulate(scenario)
+    t2 = time.perf_counter()
+    how = "all at t = 0" if arrivals is None else f"Poisson {arrivals:g}/h"
+    print(
+        f"synthetic 32 regions x 1,000 jobs ({how}): load+profile {t1 - t0:.2f} s, "
+        f"simulate {t2 - t1:.2f} s ({result.n_decisions} decisions, "
+        f"{result.n_decisions / (t2 - t1):,.0f} decisions/s)"
+    )
+
+
+def main() -> None:
+    """Run the benchmarks and print their figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="time per paper measurement")
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+    print(f"Python {platform.python_version()} on {platform.machine()}, one core")
+    _paper(args.seconds)
+    _large(None)
+    _large(2.0)
+
+
+if __name__ == "__main__":
+    main()

@@ -196,8 +196,21 @@ def build_scenario(
         raise ScenarioError("jobs", None, "a scenario needs a 'jobs' list or a 'workload' rule")
 
     jobs = []
+    model_index = {m: i for i, m in enumerate(models)}
+    n_listed = len(spec["jobs"]) if "jobs" in spec else 0
     for i, row in enumerate(job_rows):
         model, batch = models[row["model"]]
+        field = (
+            f"jobs[{i % n_listed}].batch"
+            if "batch" in row
+            else (f"models[{model_index[row['model']]}].batch")
+        )
+        if row.get("batch", batch) % constants.micro_batch:
+            raise ScenarioError(
+                field,
+                row.get("batch", batch),
+                f"must be a multiple of constants.micro_batch = {constants.micro_batch}",
+            )
         jobs.append(
             Job(
                 job_id=i + 1,
@@ -289,6 +302,8 @@ def _regions(rows: list[Any], gpu_scale: float) -> tuple[list[Region], list[floa
         f = f"regions[{i}]"
         row = _table(f, raw, _REGION_KEYS)
         name = require_str(f"{f}.name", _get(f, row, "name"))
+        if any(r.name == name for r in regions):
+            raise ScenarioError(f"{f}.name", name, "duplicate region name")
         gpus = require_int(f"{f}.gpus", _get(f, row, "gpus"), minimum=1)
         price = require_float(
             f"{f}.price_usd_per_kwh", _get(f, row, "price_usd_per_kwh"), minimum=0.0

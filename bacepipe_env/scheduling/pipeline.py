@@ -23,7 +23,7 @@ def iteration_time(
     t = require_float("t_comp", t_comp, minimum=0.0, exc=ValidationError)
     n = require_int("n_stages", n_stages, minimum=1, exc=ValidationError)
     m = require_int("n_micro", n_micro, minimum=1, exc=ValidationError)
-    comm = require_vector("comm_times", list(comm_times), exc=ValidationError)
+    comm = require_vector("comm_times", comm_times, exc=ValidationError)
     if comm.shape[0] != n - 1:
         raise ValidationError(
             "comm_times", f"length {comm.shape[0]}", f"must have n_stages - 1 = {n - 1} entries"

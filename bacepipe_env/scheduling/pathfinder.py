@@ -66,17 +66,37 @@ def pathfinder(
     ``partial_take`` (not in the paper) lets an expansion take fewer of a region's free GPUs when
     taking all of them would fail the bandwidth check. Returns ``([], {})`` if no GPU is free.
     """
+    f, p, bw, k, a = validated_inputs(free, price, bandwidth, k_star, activation_bytes, t_comp)
+    if not isinstance(partial_take, (bool, np.bool_)):
+        raise ValidationError("partial_take", partial_take, "must be True or False")
+    return _pathfinder(f, p, bw, k, a, t_comp, bool(partial_take))
+
+
+def validated_inputs(
+    free: ArrayLike,
+    price: ArrayLike,
+    bandwidth: ArrayLike | None,
+    k_star: int,
+    activation_bytes: float = 0.0,
+    t_comp: Callable[[int], float] | None = None,
+) -> tuple[list[int], list[float], list[list[float]], int, float]:
+    """Check a placement function's arguments; return them as plain Python values.
+
+    ``bandwidth=None`` (single-region placements) gives an empty matrix.
+    """
     free_a = require_vector("free", free, integer=True, exc=ValidationError)
     k = free_a.shape[0]
+    if k == 0:
+        raise ValidationError("free", [], "needs one entry per region (at least one region)")
     price_a = require_vector("price", price, length=k, exc=ValidationError)
-    bw = require_square_matrix("bandwidth", bandwidth, k, exc=ValidationError)
+    bw: list[list[float]] = []
+    if bandwidth is not None:
+        bw = require_square_matrix("bandwidth", bandwidth, k, exc=ValidationError).tolist()
     k_star = require_int("k_star", k_star, minimum=1, exc=ValidationError)
     a = require_float("activation_bytes", activation_bytes, minimum=0.0, exc=ValidationError)
-    if not callable(t_comp):
+    if bandwidth is not None and not callable(t_comp):
         raise ValidationError("t_comp", t_comp, "must be a callable of the GPU count")
-    return _pathfinder(
-        free_a.tolist(), price_a.tolist(), bw.tolist(), k_star, a, t_comp, bool(partial_take)
-    )
+    return free_a.tolist(), price_a.tolist(), bw, k_star, a
 
 
 def _check_path(path: Sequence[int], k: int) -> list[int]:
@@ -110,6 +130,48 @@ def _cost_min_allocate(
     return alloc
 
 
+Allocator = Callable[[Sequence[int], int, Sequence[int], Sequence[float]], dict[int, int]]
+
+
+def _grow_widest(
+    start: int,
+    free: Sequence[int],
+    bw: Sequence[Sequence[float]],
+    k_star: int,
+    a: float,
+    t_comp: Callable[[int], float],
+    partial_take: bool,
+) -> tuple[list[int], int]:
+    """Alg. 1 lines 7-17 from one start: the path and its GPU count g."""
+    k = len(free)
+    path = [start]
+    on_path = [False] * k
+    on_path[start] = True
+    tail, g, b_min = start, min(free[start], k_star), math.inf  # lines 7-8
+    while len(path) < k and g < k_star:  # line 9
+        row = bw[tail]
+        nxt, b_next = -1, -math.inf
+        for u in range(k):  # line 10: widest residual link to an unvisited region with GPUs
+            if not on_path[u] and free[u] > 0 and row[u] > b_next:
+                nxt, b_next = u, row[u]
+        if nxt < 0:
+            break
+        b_tmp = min(b_min, b_next)  # line 11
+        hi = min(g + free[nxt], k_star)  # line 12
+        lo = g + 1 if partial_take else hi
+        g_new = 0
+        for cand in range(hi, lo - 1, -1):
+            if b_tmp > 0.0 and a / b_tmp <= t_comp(cand):  # line 13: constraint (6)
+                g_new = cand
+                break
+        if not g_new:
+            break  # line 17
+        path.append(nxt)  # lines 14-15
+        on_path[nxt] = True
+        tail, b_min, g = nxt, b_tmp, g_new
+    return path, g
+
+
 def _pathfinder(
     free: Sequence[int],
     price: Sequence[float],
@@ -118,7 +180,9 @@ def _pathfinder(
     a: float,
     t_comp: Callable[[int], float],
     partial_take: bool,
+    allocate: Allocator = _cost_min_allocate,
 ) -> tuple[list[int], dict[int, int]]:
+    """Alg. 1; ``allocate`` is Alg. 2 unless an ablation swaps it out."""
     k = len(free)
     # Phase 1, lines 1-4: the cheapest region that fits K* alone (ties to the lower index).
     best = -1
@@ -135,32 +199,8 @@ def _pathfinder(
     for start in range(k):  # line 6
         if free[start] <= 0:
             continue
-        path = [start]
-        on_path = [False] * k
-        on_path[start] = True
-        tail, g, b_min = start, min(free[start], k_star), math.inf  # lines 7-8
-        while len(path) < k and g < k_star:  # line 9
-            row = bw[tail]
-            nxt, b_next = -1, -math.inf
-            for u in range(k):  # line 10: widest residual link to an unvisited region with GPUs
-                if not on_path[u] and free[u] > 0 and row[u] > b_next:
-                    nxt, b_next = u, row[u]
-            if nxt < 0:
-                break
-            b_tmp = min(b_min, b_next)  # line 11
-            hi = min(g + free[nxt], k_star)  # line 12
-            lo = g + 1 if partial_take else hi
-            g_new = 0
-            for cand in range(hi, lo - 1, -1):
-                if b_tmp > 0.0 and a / b_tmp <= t_comp(cand):  # line 13: constraint (6)
-                    g_new = cand
-                    break
-            if not g_new:
-                break  # line 17
-            path.append(nxt)  # lines 14-15
-            on_path[nxt] = True
-            tail, b_min, g = nxt, b_tmp, g_new
-        alloc = _cost_min_allocate(path, g, free, price)  # line 18
+        path, g = _grow_widest(start, free, bw, k_star, a, t_comp, partial_take)
+        alloc = allocate(path, g, free, price)  # line 18
         c_avg = math.fsum(alloc[r] * price[r] for r in sorted(path)) / g  # line 19
         if g > g_max or (  # line 20
             g == g_max

@@ -15,8 +15,11 @@ from typing import Any
 
 from .core.simulator import RunResult
 from .core.units import hours
-from .errors import BacepipeError
+from .errors import BacepipeError, ValidationError
+from .experiments import SWEEPS, format_table, run_compare, run_sweep
+from .experiments.runner import default_workers
 from .policies import bace_pipe
+from .policies.registry import ablation_names, baseline_names, policy_info, policy_names
 from .scenarios import list_scenarios, load_scenario
 
 __all__ = ["format_run", "main"]
@@ -100,6 +103,63 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     sub.add_parser("scenarios", help="list the built-in scenarios")
+    sub.add_parser("policies", help="list the registered policies")
+
+    def experiment(cmd: str, help_: str, default_policies: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(cmd, help=help_)
+        p.add_argument(
+            "--scenario",
+            default="paper",
+            metavar="NAME|PATH",
+            help="built-in scenario or file (default paper)",
+        )
+        p.add_argument(
+            "--seeds",
+            default="10",
+            metavar="N|LIST",
+            help="a count N (seeds 0..N-1), a list '0,3,7' or a range '0-9' (default 10)",
+        )
+        p.add_argument(
+            "--policies",
+            default=default_policies,
+            metavar="LIST",
+            help=f"comma-separated policy names or 'all' (default {default_policies})",
+        )
+        p.add_argument(
+            "--out",
+            default=f"out/{cmd}",
+            metavar="DIR",
+            help=f"output directory (default out/{cmd})",
+        )
+        p.add_argument(
+            "--workers",
+            type=_int_at_least(1),
+            default=None,
+            metavar="N",
+            help="worker processes (default: up to 2 cores)",
+        )
+        return p
+
+    experiment(
+        "compare", "every policy on the same seeds (the paper's Fig. 4)", ",".join(baseline_names())
+    )
+    sweep = experiment(
+        "sweep", "sensitivity sweeps (the paper's Figs. 5-7)", ",".join(baseline_names())
+    )
+    sweep.add_argument(
+        "--kind", default="all", choices=[*SWEEPS, "all"], help="which sweep (default all)"
+    )
+    sweep.add_argument(
+        "--values",
+        default=None,
+        metavar="LIST",
+        help="comma-separated values for one --kind (default: the paper's)",
+    )
+    experiment(
+        "ablation",
+        "BACE-Pipe against its ablations (the paper's Fig. 8)",
+        ",".join(ablation_names()),
+    )
     return parser
 
 
@@ -167,6 +227,87 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"10"`` -> seeds 0..9; ``"0,3,7"`` -> those; ``"2-5"`` -> 2..5 inclusive."""
+    text = text.strip()
+    try:
+        if text.isdigit():
+            seeds = list(range(int(text)))
+        elif "-" in text and "," not in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            seeds = list(range(lo, hi + 1))
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValidationError(
+            "--seeds", text, "must be a count (10), a list (0,3,7) or a range (0-9)"
+        ) from None
+    if not seeds:
+        raise ValidationError(
+            "--seeds", text, "gives no seeds; use a count >= 1, a list or a range"
+        )
+    if any(s < 0 for s in seeds):
+        raise ValidationError("--seeds", text, "seeds must be >= 0")
+    return seeds
+
+
+def _policies(text: str) -> list[str]:
+    names = (
+        policy_names()
+        if text.strip() == "all"
+        else [p.strip() for p in text.split(",") if p.strip()]
+    )
+    if not names:
+        raise ValidationError(
+            "--policies", text, f"give at least one of: {', '.join(policy_names())}"
+        )
+    for name in names:
+        policy_info(name)
+    return names
+
+
+def _experiment(args: argparse.Namespace) -> int:
+    seeds = parse_seeds(args.seeds)
+    policies = _policies(args.policies)
+    workers = args.workers or default_workers()
+    out = Path(args.out)
+    outcomes = []
+    if args.command in ("compare", "ablation"):
+        title = None if args.command == "compare" else f"ablation: {args.scenario}"
+        outcome = run_compare(
+            args.scenario, policies, seeds, out, name=args.command, title=title, workers=workers
+        )
+        print(format_table(outcome.stats[None], outcome.reference))
+        outcomes.append(outcome)
+    else:
+        kinds = list(SWEEPS) if args.kind == "all" else [args.kind]
+        values = None
+        if args.values is not None:
+            if len(kinds) != 1:
+                raise ValidationError("--values", args.values, "needs a single --kind")
+            try:
+                values = [float(v) for v in args.values.split(",") if v.strip()]
+            except ValueError:
+                raise ValidationError("--values", args.values, "must be numbers") from None
+        for kind in kinds:
+            outcome = run_sweep(
+                kind, args.scenario, policies, seeds, out, values=values, workers=workers
+            )
+            knob = SWEEPS[kind][0]
+            for value, stats in outcome.stats.items():
+                print(f"\n{kind} sweep, {knob} = {value:g}")
+                print(format_table(stats, outcome.reference))
+            outcomes.append(outcome)
+    for outcome in outcomes:
+        for warning in outcome.warnings:
+            print(f"note: {warning}", file=sys.stderr)
+    files = [f for o in outcomes for f in o.files if "tfevents" not in f.name]
+    print(f"\nwrote {len(files)} files to {out}/: {', '.join(f.name for f in files)}")
+    if (out / "tb").is_dir() and args.command == "compare":
+        print(f"TensorBoard: tensorboard --logdir {out / 'tb'}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bacepipe`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -175,6 +316,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in list_scenarios():
                 print(f"{name:8s} {load_scenario(name).description}")
             return 0
+        if args.command == "policies":
+            for name in policy_names():
+                print(f"{name:14s} {policy_info(name).description}")
+            return 0
+        if args.command in ("compare", "sweep", "ablation"):
+            return _experiment(args)
         return _simulate(args)
     except BacepipeError as err:
         print(f"bacepipe: error: {err}", file=sys.stderr)

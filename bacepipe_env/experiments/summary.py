@@ -1,0 +1,127 @@
+"""Per-policy statistics over seeds, absolute and normalised to a reference policy."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .runner import RunSummary
+from .stats import Estimate, estimate
+
+__all__ = ["PolicyStats", "format_table", "summarise", "write_csv", "write_json"]
+
+
+@dataclass(frozen=True)
+class PolicyStats:
+    """A policy's average JCT (h) and total cost ($) over seeds: means with 95% CIs, and the
+    same normalised seed by seed to the reference policy (``x_policy / x_reference``)."""
+
+    policy: str
+    jct_h: Estimate
+    cost_usd: Estimate
+    jct_norm: Estimate
+    cost_norm: Estimate
+
+    def row(self) -> dict[str, Any]:
+        """A flat dict for CSV/JSON (NaN CIs when there is one seed)."""
+        out: dict[str, Any] = {"policy": self.policy, "n_seeds": self.jct_h.n}
+        for name, est in (
+            ("avg_jct_h", self.jct_h),
+            ("total_cost_usd", self.cost_usd),
+            ("avg_jct_norm", self.jct_norm),
+            ("total_cost_norm", self.cost_norm),
+        ):
+            out[f"{name}_mean"] = est.mean
+            out[f"{name}_ci95"] = est.ci95
+        return out
+
+
+def summarise(runs: Sequence[RunSummary], reference: str) -> list[PolicyStats]:
+    """Group ``runs`` by policy (first-seen order) and normalise each seed to ``reference``'s
+    run on the same seed. Every policy must have run on the reference's seeds."""
+    by_policy: dict[str, dict[int, RunSummary]] = {}
+    for run in runs:
+        by_policy.setdefault(run.spec.policy, {})[run.spec.seed] = run
+    if reference not in by_policy:
+        raise ValueError(f"reference policy {reference!r} has no runs")
+    ref = by_policy[reference]
+    out = []
+    for policy, seeds in by_policy.items():
+        if set(seeds) != set(ref):
+            raise ValueError(f"{policy} ran on seeds {sorted(seeds)}, {reference} on {sorted(ref)}")
+        order = sorted(seeds)
+        jct = [seeds[s].avg_jct_h for s in order]
+        cost = [seeds[s].total_cost_usd for s in order]
+        out.append(
+            PolicyStats(
+                policy,
+                estimate(jct),
+                estimate(cost),
+                estimate([seeds[s].avg_jct_h / ref[s].avg_jct_h for s in order]),
+                estimate([seeds[s].total_cost_usd / ref[s].total_cost_usd for s in order]),
+            )
+        )
+    return out
+
+
+def _pm(est: Estimate, fmt: str) -> str:
+    if math.isnan(est.ci95):
+        return format(est.mean, fmt)
+    return f"{format(est.mean, fmt)} ± {format(est.ci95, fmt)}"
+
+
+def format_table(stats: Sequence[PolicyStats], reference: str) -> str:
+    """A text table: mean ± 95% CI half-width, absolute and relative to ``reference``."""
+    head = ("policy", "avg JCT h", "total cost $", f"JCT / {reference}", f"cost / {reference}")
+    rows = [
+        (
+            s.policy,
+            _pm(s.jct_h, ",.2f"),
+            _pm(s.cost_usd, ",.2f"),
+            _pm(s.jct_norm, ".3f"),
+            _pm(s.cost_norm, ".3f"),
+        )
+        for s in stats
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    n = stats[0].jct_h.n if stats else 0
+    lines = [line(head), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+    lines.append(f"mean ± 95% CI half-width over {n} seeds (Student t); ratios are per seed")
+    return "\n".join(lines)
+
+
+def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write dict rows to ``path`` (columns: union of keys, first-seen order)."""
+    columns: list[str] = []
+    for row in rows:
+        columns += [k for k in row if k not in columns]
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def write_json(path: Path, payload: Any) -> None:
+    """Write ``payload`` as indented JSON; NaN becomes null."""
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and math.isnan(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        return x
+
+    path.write_text(json.dumps(clean(payload), indent=2) + "\n", encoding="utf-8")

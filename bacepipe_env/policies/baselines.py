@@ -1,0 +1,121 @@
+"""The paper's baselines and ablations (SPEC section 6) as placement and ordering policies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..core.perf import JobProfile
+from ..core.placement import Placement
+from ..core.simulator import SchedulerView
+from ..scheduling.baselines import (
+    _cr_lcf,
+    _cr_ldf_path,
+    _even_allocate,
+    _fill_in_path_order,
+    _lcf,
+    _ldf,
+)
+from ..scheduling.pathfinder import _cost_min_allocate, _pathfinder
+
+__all__ = ["PLACEMENT_RULES", "RandomOrdering", "RulePlacement", "SJFOrdering"]
+
+Rule = Callable[[SchedulerView, JobProfile], tuple[list[int], dict[int, int]]]
+
+
+def _lcf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
+    return _lcf(view.free_gpus, view.cluster.prices, prof.k_star)
+
+
+def _ldf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
+    return _ldf(view.free_gpus, view.cluster.prices, prof.k_star)
+
+
+def _cr_lcf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
+    return _cr_lcf(
+        view.free_gpus,
+        view.cluster.prices,
+        view.residual_rows,
+        prof.k_star,
+        prof.activation_bytes,
+        prof.t_comp,
+    )
+
+
+def _cr_ldf_then(allocate: Callable[..., dict[int, int]]) -> Rule:
+    def rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
+        free, price = view.free_gpus, view.cluster.prices
+        path, g = _cr_ldf_path(
+            free, price, view.residual_rows, prof.k_star, prof.activation_bytes, prof.t_comp
+        )
+        return (path, allocate(path, g, free, price)) if path else ([], {})
+
+    return rule
+
+
+def _pathfinder_even_rule(
+    view: SchedulerView, prof: JobProfile
+) -> tuple[list[int], dict[int, int]]:
+    return _pathfinder(
+        view.free_gpus,
+        view.cluster.prices,
+        view.residual_rows,
+        prof.k_star,
+        prof.activation_bytes,
+        prof.t_comp,
+        False,
+        _even_allocate,
+    )
+
+
+#: Placement rule name -> rule. "cr-ldf+cost-min" is the w/o Pathfinder ablation's placement,
+#: "pathfinder+even" the w/o Cost-Min ablation's (Alg. 1 with Alg. 2 swapped for an even
+#: spread, in the path comparison too).
+PLACEMENT_RULES: dict[str, Rule] = {
+    "lcf": _lcf_rule,
+    "ldf": _ldf_rule,
+    "cr-lcf": _cr_lcf_rule,
+    "cr-ldf": _cr_ldf_then(_fill_in_path_order),
+    "cr-ldf+cost-min": _cr_ldf_then(_cost_min_allocate),
+    "pathfinder+even": _pathfinder_even_rule,
+}
+
+
+class RulePlacement:
+    """A placement policy from one of :data:`PLACEMENT_RULES`."""
+
+    def __init__(self, rule: str) -> None:
+        self.name = rule
+        self._rule = PLACEMENT_RULES[rule]
+
+    def place(self, view: SchedulerView, job_id: int) -> Placement | None:
+        """The rule's path and allocation on the free GPUs and residual bandwidth."""
+        path, alloc = self._rule(view, view.profile(job_id))
+        if not path:
+            return None
+        return Placement(tuple(path), tuple(alloc[r] for r in path))
+
+
+class SJFOrdering:
+    """Shortest job first by single-GPU execution time ``E(1)``; ties to the earlier
+    submission, then the lower job id."""
+
+    name = "sjf"
+
+    def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
+        """The candidate with the smallest E(1) (candidates come in submission order)."""
+        return min(candidates, key=lambda j: view.profile(j).single_gpu_exec)
+
+
+class RandomOrdering:
+    """A uniformly random candidate, from its own seeded generator."""
+
+    name = "random"
+
+    def __init__(self, seed: int | np.random.Generator = 0) -> None:
+        self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+    def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
+        """Any candidate, each equally likely."""
+        return candidates[int(self.rng.integers(len(candidates)))]

@@ -1,0 +1,191 @@
+"""The baselines' placement rules (SPEC section 6) and the ablations' allocator.
+
+Each public function takes the same arguments as :func:`pathfinder` (what a placement needs
+to know) and returns ``(path, allocation)``; ``([], {})`` when no GPU is free. Every rule caps
+a job at ``k_star`` GPUs, as the paper's evaluation does for all schedulers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from numpy.typing import ArrayLike
+
+from ..core.validate import require_int
+from ..errors import ValidationError
+from .pathfinder import _check_path, _grow_widest, validated_inputs
+
+__all__ = ["cr_lcf", "cr_ldf", "even_allocate", "fill_in_path_order", "lcf", "ldf"]
+
+
+def lcf(free: ArrayLike, price: ArrayLike, k_star: int) -> tuple[list[int], dict[int, int]]:
+    """Lowest-Cost-First: the cheapest region with a free GPU (ties to the lower index) takes
+    ``min(free, K*)`` GPUs."""
+    f, p, _, k, _ = validated_inputs(free, price, None, k_star)
+    return _lcf(f, p, k)
+
+
+def ldf(free: ArrayLike, price: ArrayLike, k_star: int) -> tuple[list[int], dict[int, int]]:
+    """Lowest-Delay-First: the region with the most free GPUs (ties to the cheaper, then the
+    lower index) takes ``min(free, K*)`` GPUs."""
+    f, p, _, k, _ = validated_inputs(free, price, None, k_star)
+    return _ldf(f, p, k)
+
+
+def cr_lcf(
+    free: ArrayLike,
+    price: ArrayLike,
+    bandwidth: ArrayLike,
+    k_star: int,
+    activation_bytes: float,
+    t_comp: Callable[[int], float],
+) -> tuple[list[int], dict[int, int]]:
+    """Cross-Region LCF: walk the regions with free GPUs by ascending price (ties to the lower
+    index), appending each whose link from the current tail passes the bandwidth check for the
+    new GPU count, ``A / min(b_min, B[tail, u]) <= t_comp(g')``, and skipping those that fail,
+    until K* GPUs are reached; GPUs are taken in path order."""
+    f, p, bw, k, a = validated_inputs(free, price, bandwidth, k_star, activation_bytes, t_comp)
+    return _cr_lcf(f, p, bw, k, a, t_comp)
+
+
+def cr_ldf(
+    free: ArrayLike,
+    price: ArrayLike,
+    bandwidth: ArrayLike,
+    k_star: int,
+    activation_bytes: float,
+    t_comp: Callable[[int], float],
+) -> tuple[list[int], dict[int, int]]:
+    """Cross-Region LDF: start at the region with the most free GPUs (ties to the cheaper, then
+    the lower index) and append the unvisited region with the widest residual link from the
+    tail while the bandwidth check passes (Alg. 1's expansion from one start); GPUs are taken
+    in path order."""
+    f, p, bw, k, a = validated_inputs(free, price, bandwidth, k_star, activation_bytes, t_comp)
+    path, g = _cr_ldf_path(f, p, bw, k, a, t_comp)
+    return path, _fill_in_path_order(path, g, f, p)
+
+
+def fill_in_path_order(path: Sequence[int], g: int, free: ArrayLike) -> dict[int, int]:
+    """Take ``g`` GPUs from the path's regions in path order, each up to its free GPUs."""
+    f, _, _, _, _ = validated_inputs(free, [0.0] * len(_as_list(free)), None, 1)
+    return _fill_in_path_order(_checked(path, g, f), g, f, [])
+
+
+def even_allocate(path: Sequence[int], g: int, free: ArrayLike) -> dict[int, int]:
+    """The w/o Cost-Min ablation's allocator: ``g`` GPUs spread over the path as evenly as the
+    free GPUs allow (water-filling; leftover GPUs go to the earliest path regions with room)."""
+    f, _, _, _, _ = validated_inputs(free, [0.0] * len(_as_list(free)), None, 1)
+    return _even_allocate(_checked(path, g, f), g, f, [])
+
+
+def _as_list(free: ArrayLike) -> list[object]:
+    try:
+        return list(free)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValidationError("free", free, "must be a sequence of numbers") from None
+
+
+def _checked(path: Sequence[int], g: int, free: list[int]) -> list[int]:
+    p = _check_path(path, len(free))
+    g = require_int("g", g, minimum=len(p), exc=ValidationError)
+    room = sum(free[r] for r in p)
+    if g > room or any(free[r] < 1 for r in p):
+        raise ValidationError("g", g, f"the path has {room} free GPUs, at least one per region")
+    return p
+
+
+# --- fast paths on plain Python lists, shared with the simulator's policies ---------------
+
+
+def _lcf(
+    free: Sequence[int], price: Sequence[float], k_star: int
+) -> tuple[list[int], dict[int, int]]:
+    best = -1
+    for r, n in enumerate(free):
+        if n > 0 and (best < 0 or price[r] < price[best]):
+            best = r
+    return ([best], {best: min(free[best], k_star)}) if best >= 0 else ([], {})
+
+
+def _ldf_start(free: Sequence[int], price: Sequence[float]) -> int:
+    best = -1
+    for r, n in enumerate(free):
+        if n > 0 and (best < 0 or (n, -price[r]) > (free[best], -price[best])):
+            best = r
+    return best
+
+
+def _ldf(
+    free: Sequence[int], price: Sequence[float], k_star: int
+) -> tuple[list[int], dict[int, int]]:
+    best = _ldf_start(free, price)
+    return ([best], {best: min(free[best], k_star)}) if best >= 0 else ([], {})
+
+
+def _cr_lcf(
+    free: Sequence[int],
+    price: Sequence[float],
+    bw: Sequence[Sequence[float]],
+    k_star: int,
+    a: float,
+    t_comp: Callable[[int], float],
+) -> tuple[list[int], dict[int, int]]:
+    order = sorted((r for r in range(len(free)) if free[r] > 0), key=lambda r: (price[r], r))
+    if not order:
+        return [], {}
+    path = [order[0]]
+    g, b_min = min(free[order[0]], k_star), math.inf
+    for u in order[1:]:
+        if g >= k_star:
+            break
+        g_new = min(g + free[u], k_star)
+        b_tmp = min(b_min, bw[path[-1]][u])
+        if b_tmp > 0.0 and a / b_tmp <= t_comp(g_new):  # constraint (6) on the whole path
+            path.append(u)
+            g, b_min = g_new, b_tmp
+    return path, _fill_in_path_order(path, g, free, price)
+
+
+def _cr_ldf_path(
+    free: Sequence[int],
+    price: Sequence[float],
+    bw: Sequence[Sequence[float]],
+    k_star: int,
+    a: float,
+    t_comp: Callable[[int], float],
+) -> tuple[list[int], int]:
+    start = _ldf_start(free, price)
+    if start < 0:
+        return [], 0
+    return _grow_widest(start, free, bw, k_star, a, t_comp, False)
+
+
+def _fill_in_path_order(
+    path: Sequence[int], g: int, free: Sequence[int], price: Sequence[float]
+) -> dict[int, int]:
+    alloc: dict[int, int] = {}
+    remaining = g
+    for r in path:
+        alloc[r] = min(free[r], remaining)
+        remaining -= alloc[r]
+    return alloc
+
+
+def _even_allocate(
+    path: Sequence[int], g: int, free: Sequence[int], price: Sequence[float]
+) -> dict[int, int]:
+    alloc = dict.fromkeys(path, 0)
+    remaining = g
+    open_ = [r for r in path if free[r] > 0]
+    while remaining and open_:
+        share = max(1, remaining // len(open_))
+        for r in list(open_):
+            add = min(share, free[r] - alloc[r], remaining)
+            alloc[r] += add
+            remaining -= add
+            if alloc[r] == free[r]:
+                open_.remove(r)
+            if not remaining:
+                break
+    return alloc

@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine:
-#   make demo   create .venv if missing, install, run the main job
+#   make demo   create .venv if missing, install, simulate BACE-Pipe and compare the baselines
 #   make test   create .venv if missing, install, run the test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(VENV)/bin/bacepipe simulate --scenario paper --seed 0
+	$(VENV)/bin/bacepipe compare --scenario paper --seeds 10 --out out/compare
 
 test: $(STAMP)
 	$(PY) -m pytest -q

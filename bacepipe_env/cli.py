@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .core.simulator import RunResult
 from .core.units import hours
@@ -48,8 +48,15 @@ def _int_at_least(minimum: int) -> Any:
     return parse
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line, like every other error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="bacepipe",
         description="Simulate geo-distributed pipeline-parallel LLM training schedulers "
         "(BACE-Pipe, arXiv 2605.25375).",
@@ -313,8 +320,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "scenarios":
-            for name in list_scenarios():
-                print(f"{name:8s} {load_scenario(name).description}")
+            names = list_scenarios()
+            width = max(map(len, names))
+            for name in names:
+                print(f"{name:{width}s}  {load_scenario(name).description}")
             return 0
         if args.command == "policies":
             for name in policy_names():

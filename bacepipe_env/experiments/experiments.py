@@ -58,7 +58,16 @@ def _check(policies: Sequence[str], seeds: Sequence[int], scenario: str) -> None
         raise ValidationError("seeds", [], "give at least one seed")
     for s in seeds:
         require_int("seeds", s, minimum=0, exc=ValidationError)
+    if len(set(seeds)) != len(seeds):
+        raise ValidationError("seeds", list(seeds), "a seed is listed twice")
     load_scenario(scenario)  # fail fast on a bad scenario, before any worker starts
+
+
+def _prepare(out: Path) -> None:
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise BacepipeError(f"cannot create output directory {out}: {err.strerror}") from None
 
 
 def run_compare(
@@ -76,10 +85,11 @@ def run_compare(
 ) -> ExperimentOutcome:
     """Run ``policies`` x ``seeds`` on ``scenario``; write ``{name}-runs.csv``,
     ``{name}-summary.csv``, ``{name}.json``, ``{name}.png`` and (``tensorboard``)
-    ``tb/<policy>/`` event files with ``{name}/*`` scalars at step = seed."""
+    ``tb/<policy>/`` event files with ``{name}/*`` scalars at step = seed. Running again into
+    the same ``out`` replaces that experiment's files."""
     _check(policies, seeds, scenario)
     ref = reference_policy(policies)
-    out.mkdir(parents=True, exist_ok=True)
+    _prepare(out)
     runs = run_all(
         expand(policies, scenario, seeds, knobs), workers=workers, label=name, progress=progress
     )
@@ -122,7 +132,10 @@ def _write_tensorboard(
     ref = {r.spec.seed: r for r in runs if r.spec.policy == reference}
     written = []
     for policy in dict.fromkeys(r.spec.policy for r in runs):
-        with ScalarWriter(tb_dir / policy) as writer:
+        # A re-run replaces this experiment's earlier events instead of doubling every point.
+        for old in (tb_dir / policy).glob(f"events.out.tfevents.*.{name}"):
+            old.unlink()
+        with ScalarWriter(tb_dir / policy, suffix=f".{name}") as writer:
             writer.add_text(f"{name}/policy", f"**{policy}**: {policy_info(policy).description}")
             for r in sorted(
                 (r for r in runs if r.spec.policy == policy), key=lambda r: r.spec.seed
@@ -161,9 +174,11 @@ def run_sweep(
         vals = [require_int("jobs", v, minimum=1, exc=ValidationError) for v in vals]
     else:
         vals = [require_float(kind, v, positive=True, exc=ValidationError) for v in vals]
+    if len(set(vals)) != len(vals):
+        raise ValidationError(f"{kind} values", vals, "a value is listed twice")
     _check(policies, seeds, scenario)
     ref = reference_policy(policies)
-    out.mkdir(parents=True, exist_ok=True)
+    _prepare(out)
     specs = [
         spec
         for v in vals

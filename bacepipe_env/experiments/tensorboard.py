@@ -90,19 +90,21 @@ def _text_value(tag: str, text: str) -> bytes:
 class ScalarWriter:
     """Append scalars (and text) to a new event file in ``logdir``; one writer = one run.
 
+    ``suffix`` ends the file name (TensorBoard reads any name containing ``tfevents``), so an
+    experiment can find and replace its own earlier files.
     Use as a context manager or call :meth:`close`. Values are stored as 32-bit floats, as
     TensorBoard's ``simple_value`` is.
     """
 
     _counter = 0
 
-    def __init__(self, logdir: str | os.PathLike[str]) -> None:
+    def __init__(self, logdir: str | os.PathLike[str], suffix: str = "") -> None:
         self.logdir = Path(logdir)
         self.logdir.mkdir(parents=True, exist_ok=True)
         ScalarWriter._counter += 1
         name = (
             f"events.out.tfevents.{int(time.time())}.{socket.gethostname()}."
-            f"{os.getpid()}.{ScalarWriter._counter}"
+            f"{os.getpid()}.{ScalarWriter._counter}{suffix}"
         )
         self.path = self.logdir / name
         self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()

@@ -33,7 +33,7 @@ __all__ = [
     "scale_gpus",
 ]
 
-BUILTIN_SCENARIOS = ("fig1", "paper")
+BUILTIN_SCENARIOS = ("fig1", "paper", "paper-aws")
 
 _TOP_KEYS = {
     "name",

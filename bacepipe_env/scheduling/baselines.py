@@ -67,16 +67,26 @@ def cr_ldf(
 
 
 def fill_in_path_order(path: Sequence[int], g: int, free: ArrayLike) -> dict[int, int]:
-    """Take ``g`` GPUs from the path's regions in path order, each up to its free GPUs."""
+    """Take ``g`` GPUs from the path's regions in path order, each up to its free GPUs.
+
+    Raises ValidationError if ``g`` runs out before the path's last region (a pipeline region
+    needs at least one GPU); the baselines' rules never build such a path.
+    """
     f, _, _, _, _ = validated_inputs(free, [0.0] * len(_as_list(free)), None, 1)
-    return _fill_in_path_order(_checked(path, g, f), g, f, [])
+    p, g = _checked(path, g, f)
+    alloc = _fill_in_path_order(p, g, f, [])
+    empty = [r for r in p if alloc[r] == 0]
+    if empty:
+        raise ValidationError("g", g, f"runs out before path region {empty[0]} gets a GPU")
+    return alloc
 
 
 def even_allocate(path: Sequence[int], g: int, free: ArrayLike) -> dict[int, int]:
     """The w/o Cost-Min ablation's allocator: ``g`` GPUs spread over the path as evenly as the
     free GPUs allow (water-filling; leftover GPUs go to the earliest path regions with room)."""
     f, _, _, _, _ = validated_inputs(free, [0.0] * len(_as_list(free)), None, 1)
-    return _even_allocate(_checked(path, g, f), g, f, [])
+    p, g = _checked(path, g, f)
+    return _even_allocate(p, g, f, [])
 
 
 def _as_list(free: ArrayLike) -> list[object]:
@@ -86,13 +96,13 @@ def _as_list(free: ArrayLike) -> list[object]:
         raise ValidationError("free", free, "must be a sequence of numbers") from None
 
 
-def _checked(path: Sequence[int], g: int, free: list[int]) -> list[int]:
+def _checked(path: Sequence[int], g: int, free: list[int]) -> tuple[list[int], int]:
     p = _check_path(path, len(free))
     g = require_int("g", g, minimum=len(p), exc=ValidationError)
     room = sum(free[r] for r in p)
     if g > room or any(free[r] < 1 for r in p):
         raise ValidationError("g", g, f"the path has {room} free GPUs, at least one per region")
-    return p
+    return p, g
 
 
 # --- fast paths on plain Python lists, shared with the simulator's policies ---------------

@@ -599,3 +599,25 @@ def test_job_batch_not_a_multiple_of_micro_batch_names_the_file_field() -> None:
     with pytest.raises(ScenarioError) as err:
         build_scenario(spec)
     assert err.value.field == "jobs[1].batch", str(err.value)
+
+
+def test_paper_aws_uses_the_measured_throughput_and_table_ii_otherwise() -> None:
+    aws = load_scenario("paper-aws")
+    paper = load_scenario("paper")
+    assert aws.cluster.names == paper.cluster.names
+    assert aws.cluster.capacity == paper.cluster.capacity
+    assert aws.cluster.prices == paper.cluster.prices
+    for a, b in zip(aws.cluster.regions, paper.cluster.regions):
+        assert a.intra_bandwidth == b.intra_bandwidth  # Table II's B_i, e.g. 50 Gbps for EU-West
+    bw = aws.cluster.bandwidth
+    gbps = 1e9 / 8
+    # skyplane throughput.csv: eu-west-1 -> us-east-2 4.24 Gbps; ap-southeast-2 -> eu-west-1
+    # 2.62 Gbps; ap-northeast-1 -> eu-central-1 2.90 but eu-central-1 -> ap-northeast-1 2.87.
+    assert bw[0, 1] == pytest.approx(4.24 * gbps)
+    assert bw[5, 0] == pytest.approx(2.62 * gbps)
+    assert bw[3, 2] == pytest.approx(2.90 * gbps)
+    assert bw[2, 3] == pytest.approx(2.87 * gbps)
+    assert np.all(np.diag(bw) == 0.0)
+    off = bw[~np.eye(6, dtype=bool)]
+    assert off.min() == pytest.approx(2.59 * gbps) and off.max() == pytest.approx(4.66 * gbps)
+    assert np.all(aws.cluster.latency == 0.0)

@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,viz
+EXTRAS ?= dev,viz,train
 
 export OMP_NUM_THREADS ?= 1
 
@@ -28,6 +28,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_sim.py
+	$(PY) benchmarks/bench_env.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check bacepipe_env tests benchmarks

@@ -81,11 +81,28 @@ def test_out_of_range_knobs_exit_2(flag: str, value: str) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_core_imports_neither_gymnasium_nor_torch() -> None:
+def test_package_imports_neither_torch_nor_sb3() -> None:
     code = (
-        "import sys, bacepipe_env, bacepipe_env.cli, bacepipe_env.scheduling; "
-        "bad = [m for m in ('gymnasium', 'torch', 'stable_baselines3') if m in sys.modules]; "
+        "import sys, bacepipe_env, bacepipe_env.cli, bacepipe_env.envs; "
+        "bad = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib') if m in sys.modules]; "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_core_has_no_gymnasium_or_torch_import() -> None:
+    # The simulator core stays free of the Gym adapter's and the learners' libraries; only
+    # bacepipe_env/envs (and the registration call in __init__) may use gymnasium.
+    root = Path(__file__).parents[1] / "bacepipe_env"
+    core_dirs = ["core", "scheduling", "policies", "scenarios", "experiments"]
+    offenders = []
+    for d in core_dirs:
+        for path in (root / d).rglob("*.py"):
+            for line in path.read_text().splitlines():
+                words = line.strip().split()
+                if words[:1] in (["import"], ["from"]) and len(words) > 1:
+                    top = words[1].split(".")[0]
+                    if top in {"gymnasium", "gym", "torch", "stable_baselines3", "sb3_contrib"}:
+                        offenders.append(f"{path.relative_to(root)}: {line.strip()}")
+    assert offenders == []

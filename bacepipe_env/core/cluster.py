@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ScenarioError
+from .network import offdiag_sum
 from .validate import require_float, require_int, require_square_matrix, require_str
 
 __all__ = ["DEFAULT_POWER_KW", "Cluster", "Region"]
@@ -70,6 +71,13 @@ class Cluster:
         object.__setattr__(
             self, "power_kw", require_float("power_kw", self.power_kw, positive=True)
         )
+        # Read on every scheduling decision: build the tuples once.
+        object.__setattr__(self, "_names", tuple(r.name for r in regions))
+        object.__setattr__(self, "_capacity", tuple(r.gpus for r in regions))
+        object.__setattr__(self, "_prices", tuple(r.price for r in regions))
+        rows = tuple(tuple(row) for row in self.bandwidth.tolist())
+        object.__setattr__(self, "_bandwidth_rows", rows)
+        object.__setattr__(self, "_link_capacity", offdiag_sum(rows))
 
     @property
     def n_regions(self) -> int:
@@ -79,17 +87,27 @@ class Cluster:
     @property
     def names(self) -> tuple[str, ...]:
         """Region names in index order."""
-        return tuple(r.name for r in self.regions)
+        return self._names  # type: ignore[attr-defined, no-any-return]
 
     @property
     def capacity(self) -> tuple[int, ...]:
         """GPU capacity ``G_r`` per region."""
-        return tuple(r.gpus for r in self.regions)
+        return self._capacity  # type: ignore[attr-defined, no-any-return]
 
     @property
     def prices(self) -> tuple[float, ...]:
         """Electricity price ``P_r`` ($/kWh) per region."""
-        return tuple(r.price for r in self.regions)
+        return self._prices  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def bandwidth_rows(self) -> tuple[tuple[float, ...], ...]:
+        """``bandwidth`` as nested tuples of floats (bytes/s), row u = links out of u."""
+        return self._bandwidth_rows  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def link_capacity(self) -> float:
+        """Total directed inter-region capacity (bytes/s), the denominator of Eq. (11)."""
+        return self._link_capacity  # type: ignore[attr-defined, no-any-return]
 
     @property
     def total_gpus(self) -> int:

@@ -108,3 +108,14 @@ class Job:
             )
         if not self.name:
             set_(self, "name", f"J{self.job_id}")
+
+    @classmethod
+    def trusted(cls, **fields: object) -> Job:
+        """Build a job from values already validated (by a compiled scenario template),
+        skipping the checks of ``__post_init__``; every field must be given."""
+        job = object.__new__(cls)
+        for name, value in fields.items():
+            object.__setattr__(job, name, value)
+        if not job.name:
+            object.__setattr__(job, "name", f"J{job.job_id}")
+        return job

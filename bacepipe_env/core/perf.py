@@ -7,6 +7,7 @@ hops inside each region and one cross-region hop between consecutive path region
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -17,9 +18,11 @@ from .units import SECONDS_PER_HOUR
 
 __all__ = [
     "JobProfile",
+    "ProfileCache",
     "electricity_cost",
     "iteration_time",
     "placement_comm_times",
+    "preview_iteration_time",
     "profile_job",
 ]
 
@@ -42,7 +45,8 @@ class JobProfile:
 
     ``t_comp(L) = compute_coeff / L + stage_overhead`` is the per-stage, per-micro-batch compute
     time with L stages; ``k_star`` is Eq. (13); ``min_bandwidth_kstar`` is ``b(K*)`` and
-    ``single_gpu_exec`` is ``E(1)`` (both used by the priority, Eqs. 9-10).
+    ``single_gpu_exec`` is ``E(1)`` (both used by the priority, Eqs. 9-10);
+    ``ideal_execution`` is the execution time on K* GPUs with no cross-region hop.
     """
 
     job: Job
@@ -54,6 +58,7 @@ class JobProfile:
     k_star: int
     min_bandwidth_kstar: float  # b(K*), bytes/s
     single_gpu_exec: float  # E(1), seconds
+    ideal_execution: float  # E(K*) with every hop intra-region (Eq. 13's optimum), seconds
 
     def t_comp(self, n_gpus: int) -> float:
         """Per-stage compute time of one micro-batch with ``n_gpus`` stages (seconds)."""
@@ -68,6 +73,38 @@ class JobProfile:
         return self.iterations * iteration_time(
             self.t_comp(n_gpus), comm_times, n_gpus, self.n_micro
         )
+
+
+class ProfileCache:
+    """Profiles by job shape (model, dataset size, batch, epochs, constants, reference
+    bandwidth), so generators that build many scenarios from the same models profile each shape
+    once. Owned by whoever builds the scenarios; not shared module state."""
+
+    def __init__(self) -> None:
+        self._profiles: dict[tuple[object, ...], JobProfile] = {}
+
+    def get(self, job: Job, reference_intra_bandwidth: float) -> JobProfile:
+        """The job's profile, computed on first sight of its shape."""
+        key = (
+            job.model,
+            job.samples,
+            job.batch,
+            job.epochs,
+            job.constants,
+            reference_intra_bandwidth,
+        )
+        prof = self._profiles.get(key)
+        if prof is None:
+            prof = self._profiles[key] = profile_job(job, reference_intra_bandwidth)
+            return prof
+        if prof.job is job:
+            return prof
+        out = copy.copy(prof)  # a frozen dataclass: swap the job in without re-validating
+        object.__setattr__(out, "job", job)
+        return out
+
+    def __len__(self) -> int:
+        return len(self._profiles)
 
 
 def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
@@ -89,8 +126,9 @@ def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
         return coeff / n + c.stage_overhead
 
     best_k, best_t = 1, math.inf
-    for k in range(1, model.n_layers + 1):  # Eq. (13)
-        t = iteration_time(t_comp(k), [hop] * (k - 1), k, n_micro)
+    for k in range(1, model.n_layers + 1):  # Eq. (13); Eq. (1) with k - 1 equal hops
+        tc = t_comp(k)
+        t = ((k - 1) * hop + k * tc + (n_micro - 1) * (tc if k == 1 else max(tc, hop))) * 2.0
         if t < best_t:
             best_k, best_t = k, t
     return JobProfile(
@@ -103,6 +141,7 @@ def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
         k_star=best_k,
         min_bandwidth_kstar=activation / t_comp(best_k),
         single_gpu_exec=iterations * iteration_time(t_comp(1), [], 1, n_micro),
+        ideal_execution=iterations * best_t,
     )
 
 
@@ -123,6 +162,31 @@ def placement_comm_times(
             times.append(a / float(cluster.bandwidth[u, r]) + float(cluster.latency[u, r]))
         times.extend([a / cluster.regions[r].intra_bandwidth] * (n - 1))
     return times
+
+
+def preview_iteration_time(
+    profile: JobProfile, cluster: Cluster, path: Sequence[int], gpus: Sequence[int]
+) -> float:
+    """Eq. (1) for a placement from its hop *types* instead of its L - 1 hops: equal to
+    ``iteration_time(t_comp, placement_comm_times(...), L, M)`` up to floating-point rounding
+    in the sum. For observation features, where an O(regions) cost matters and the last bit
+    does not; the simulator itself uses the exact form."""
+    a = profile.activation_bytes
+    n = sum(gpus)
+    t_comp = profile.t_comp(n)
+    total = 0.0
+    worst = 0.0
+    for i, (r, g) in enumerate(zip(path, gpus)):
+        if g > 1:
+            hop = a / cluster.regions[r].intra_bandwidth
+            total += (g - 1) * hop
+            worst = max(worst, hop)
+        if i:
+            u = path[i - 1]
+            hop = a / float(cluster.bandwidth[u, r]) + float(cluster.latency[u, r])
+            total += hop
+            worst = max(worst, hop)
+    return (total + n * t_comp + (profile.n_micro - 1) * max(t_comp, worst)) * 2.0
 
 
 def electricity_cost(exec_seconds: float, gpus_price_sum: float, power_kw: float) -> float:

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ScenarioError
 from .cluster import Cluster
 from .job import Job
-from .perf import JobProfile, profile_job
+from .perf import JobProfile, ProfileCache, profile_job
 
 __all__ = ["Scenario"]
 
@@ -24,6 +24,7 @@ class Scenario:
     jobs: tuple[Job, ...]
     description: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
+    profile_cache: ProfileCache | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         jobs = tuple(self.jobs)
@@ -39,4 +40,6 @@ class Scenario:
     def profiles(self) -> dict[int, JobProfile]:
         """Job id -> :class:`JobProfile`, computed once per scenario (the Job Parser's work)."""
         ref = self.cluster.regions[self.cluster.largest_region].intra_bandwidth
+        if self.profile_cache is not None:
+            return {j.job_id: self.profile_cache.get(j, ref) for j in self.jobs}
         return {j.job_id: profile_job(j, ref) for j in self.jobs}

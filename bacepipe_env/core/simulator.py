@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import PlacementError, SimulationError
 from .cluster import Cluster
-from .network import network_utilization_rows, offdiag_sum
+from .network import network_utilization_rows
 from .perf import JobProfile, electricity_cost, placement_comm_times
 from .placement import Placement
 from .scenario import Scenario
@@ -81,7 +81,12 @@ class OrderingPolicy(Protocol):
 
 
 class PlacementPolicy(Protocol):
-    """Decides where a job runs; ``None`` (or an empty placement) leaves it pending."""
+    """Decides where a job runs; ``None`` (or an empty placement) leaves it pending.
+
+    A policy whose answer depends only on the cluster, the free GPUs, the residual bandwidth
+    and the job's profile may set a class attribute ``pure = True``; the Gym environment then
+    memoises its placement previews.
+    """
 
     name: str
 
@@ -175,6 +180,7 @@ class _Running:
     finish: float
     execution: float
     reserved: float
+    cost_rate: float  # $/s while running, Eq. (4) per second
 
 
 class Simulator:
@@ -195,11 +201,9 @@ class Simulator:
         self._cluster = scenario.cluster
         self._profiles = scenario.profiles
         self._jobs = {j.job_id: j for j in scenario.jobs}
-        self._capacity_rows: list[list[float]] = scenario.cluster.bandwidth.tolist()
-        self._capacity_total = offdiag_sum(self._capacity_rows)
+        self._capacity_rows = scenario.cluster.bandwidth_rows
+        self._capacity_total = scenario.cluster.link_capacity
         self._prices = list(scenario.cluster.prices)
-        self._intra = [r.intra_bandwidth for r in scenario.cluster.regions]
-        self._latency = scenario.cluster.latency.tolist()
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -211,14 +215,17 @@ class Simulator:
         self._free_total = sum(self._free)
         self._free_view: tuple[int, ...] | None = None
         self._reserved = [[0.0] * k for _ in range(k)]
-        self._residual = [row[:] for row in self._capacity_rows]
+        self._residual = [list(row) for row in self._capacity_rows]
         self._residual_view: tuple[tuple[float, ...], ...] | None = None
+        self._alpha: float | None = 0.0
         self._link_jobs: dict[tuple[int, int], dict[int, float]] = {}
         self._pending: list[int] = []
         self._tried: set[int] = set()
         self._running: dict[int, _Running] = {}
         self._records: dict[int, JobRecord] = {}
         self._n_decisions = 0
+        self._job_seconds = 0.0
+        self._cost_accrued = 0.0
         self._seq = 0
         self._heap: list[tuple[float, int, int, int]] = []
         for job in sorted(self._jobs.values(), key=lambda j: (j.submit_time, j.job_id)):
@@ -266,7 +273,9 @@ class Simulator:
     @property
     def network_utilization(self) -> float:
         """Eq. (11) alpha on the current reservations."""
-        return network_utilization_rows(self._reserved, self._capacity_total)
+        if self._alpha is None:
+            self._alpha = network_utilization_rows(self._reserved, self._capacity_total)
+        return self._alpha
 
     @property
     def pending(self) -> tuple[int, ...]:
@@ -286,6 +295,37 @@ class Simulator:
     def profile(self, job_id: int) -> JobProfile:
         """The job's :class:`JobProfile` (K*, b(L), E(1), ...)."""
         return self._profiles[job_id]
+
+    @property
+    def job_seconds(self) -> float:
+        """Integral of the number of jobs in the system over time so far (s); at the end it is
+        the sum of all JCTs."""
+        return self._job_seconds
+
+    @property
+    def cost_accrued(self) -> float:
+        """Electricity cost incurred by running jobs so far ($); at the end, the total cost."""
+        return self._cost_accrued
+
+    @property
+    def has_future_events(self) -> bool:
+        """True while an arrival or a completion is still to come."""
+        return bool(self._heap)
+
+    @property
+    def n_jobs(self) -> int:
+        """Jobs in the scenario."""
+        return len(self._jobs)
+
+    def job_state(self, job_id: int) -> tuple[float, Placement | None, float | None]:
+        """``(start, placement, finish)`` of a started job, ``(nan, None, None)`` otherwise."""
+        run = self._running.get(job_id)
+        if run is not None:
+            return run.start, run.placement, run.finish
+        rec = self._records.get(job_id)
+        if rec is not None:
+            return rec.start_time, rec.placement, rec.finish_time
+        return math.nan, None, None
 
     @property
     def done(self) -> bool:
@@ -313,11 +353,13 @@ class Simulator:
                 return None
             self._advance()
 
-    def place(self, job_id: int) -> Placement | None:
+    def place(self, job_id: int, placement: Placement | None = None) -> Placement | None:
         """Ask the placement policy to place ``job_id`` now and start it.
 
         Returns the placement, or ``None`` if the policy found none (the job then stays pending
-        and is not offered again until the next event).
+        and is not offered again until the next event). A caller that already asked the policy
+        on this very state (a preview) may pass its ``placement`` instead; it is validated the
+        same way.
         """
         if job_id not in self._pending or job_id in self._tried:
             raise SimulationError(
@@ -327,7 +369,8 @@ class Simulator:
         if self._free_total <= 0:
             raise SimulationError("no GPU is free: call next_decision() first")
         self._n_decisions += 1
-        placement = self.placement_policy.place(self, job_id)
+        if placement is None:
+            placement = self.placement_policy.place(self, job_id)
         if placement is None or not placement.path:
             self._tried.add(job_id)
             return None
@@ -379,6 +422,11 @@ class Simulator:
         """Pop every event at the next instant; a new scheduling pass starts."""
         heap = self._heap
         t = heap[0][0]
+        dt = t - self._time
+        if dt > 0.0:  # accrue JCT (jobs in system) and electricity (running jobs) up to t
+            self._job_seconds += (len(self._pending) + len(self._running)) * dt
+            if self._running:
+                self._cost_accrued += dt * math.fsum(r.cost_rate for r in self._running.values())
         while heap and heap[0][0] == t:
             _, kind, _, job_id = heapq.heappop(heap)
             if kind == _COMPLETION:
@@ -429,7 +477,9 @@ class Simulator:
             self._rebook(u, v)
         self._pending.remove(job_id)
         finish = self._time + execution
-        self._running[job_id] = _Running(p, self._time, finish, execution, reserved)
+        price_sum = math.fsum(g * self._prices[r] for r, g in zip(p.path, p.gpus))
+        rate = electricity_cost(1.0, price_sum, self._cluster.power_kw)
+        self._running[job_id] = _Running(p, self._time, finish, execution, reserved, rate)
         self._push(finish, _COMPLETION, job_id)
 
     def _finish(self, job_id: int) -> None:
@@ -469,3 +519,4 @@ class Simulator:
         self._reserved[u][v] = booked
         self._residual[u][v] = self._capacity_rows[u][v] - booked
         self._residual_view = None
+        self._alpha = None

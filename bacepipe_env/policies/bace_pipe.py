@@ -43,6 +43,10 @@ class PriorityOrdering:
 class PathfinderPlacement:
     """Alg. 1 (with Alg. 2 inside) on the free GPUs and the residual bandwidth."""
 
+    #: The result depends only on the cluster, the free GPUs, the residual bandwidth and the
+    #: job's profile, so callers may memoise it on those.
+    pure = True
+
     def __init__(self, partial_take: bool = False) -> None:
         self.partial_take = partial_take
         self.name = "pathfinder+partial" if partial_take else "pathfinder"

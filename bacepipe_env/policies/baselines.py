@@ -85,6 +85,10 @@ PLACEMENT_RULES: dict[str, Rule] = {
 class RulePlacement:
     """A placement policy from one of :data:`PLACEMENT_RULES`."""
 
+    #: The result depends only on the cluster, the free GPUs, the residual bandwidth and the
+    #: job's profile, so callers may memoise it on those.
+    pure = True
+
     def __init__(self, rule: str) -> None:
         self.name = rule
         self._rule = PLACEMENT_RULES[rule]

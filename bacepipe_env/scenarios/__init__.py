@@ -1,6 +1,6 @@
 """Scenarios as data: the paper's ``fig1`` and ``paper`` scenarios, loaders and generators."""
 
-from .generators import synthetic_scenario
+from .generators import RandomScenarioGenerator, ScenarioSampler, synthetic_scenario
 from .loader import (
     BUILTIN_SCENARIOS,
     build_scenario,
@@ -12,6 +12,8 @@ from .loader import (
 
 __all__ = [
     "BUILTIN_SCENARIOS",
+    "RandomScenarioGenerator",
+    "ScenarioSampler",
     "build_scenario",
     "list_scenarios",
     "load_scenario",

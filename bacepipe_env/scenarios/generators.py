@@ -1,20 +1,28 @@
-"""Synthetic scenarios: random regions and links around the paper's workload.
+"""Scenario generators: synthetic clusters around the paper's workload, a sampler over a
+scenario file, and the randomised generator behind ``GeoPipe-Random-v0``.
 
-Used by the benchmark (1,000 jobs on 32 regions) and by the property-based tests; the
-randomised Gym variant builds on the same generator.
+A generator is any callable ``(numpy.random.Generator) -> Scenario`` with ``max_regions`` and
+``max_jobs`` attributes; the Gymnasium environment calls it at every reset with its own
+``np_random``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..core.cluster import Cluster, Region
+from ..core.job import Job
+from ..core.perf import ProfileCache
 from ..core.scenario import Scenario
+from ..core.units import SECONDS_PER_HOUR
 from ..core.validate import require_float, require_int
-from .loader import build_scenario, load_scenario_spec
+from ..errors import ScenarioError
+from .loader import ScenarioTemplate, build_scenario, compile_scenario, load_scenario_spec
 
-__all__ = ["synthetic_scenario"]
+__all__ = ["RandomScenarioGenerator", "ScenarioSampler", "synthetic_scenario"]
 
 _GPU_CHOICES = (16, 32, 64, 128)  # the paper's per-region capacities (Section IV-A)
 
@@ -71,3 +79,146 @@ def synthetic_scenario(
         "workload": workload,
     }
     return build_scenario(spec, seed=seed)
+
+
+class ScenarioSampler:
+    """A scenario generator over one scenario file: each call draws a seed from the caller's
+    generator and materialises the scenario with it and the fixed sweep knobs.
+
+    For ``paper`` the seed picks each job's dataset. The file is parsed and validated once;
+    each call only draws the jobs, and job profiles are shared across calls.
+    """
+
+    def __init__(
+        self,
+        source: str = "paper",
+        *,
+        bandwidth_scale: float = 1.0,
+        gpu_scale: float = 1.0,
+        n_jobs: int | None = None,
+    ) -> None:
+        self.source = source
+        self.template = compile_scenario(
+            load_scenario_spec(source),
+            bandwidth_scale=bandwidth_scale,
+            gpu_scale=gpu_scale,
+            n_jobs=n_jobs,
+        )
+        self._profiles = ProfileCache()
+        first = self.load(0)
+        self.max_regions = first.cluster.n_regions
+        self.max_jobs = len(first.jobs)
+
+    def load(self, seed: int) -> Scenario:
+        """The scenario for one seed: the same as ``load_scenario(source, seed=seed, ...)``."""
+        return self.template.materialize(seed, profile_cache=self._profiles)
+
+    def __call__(self, rng: np.random.Generator) -> Scenario:
+        """Draw a seed from ``rng`` and return that seed's scenario."""
+        return self.load(int(rng.integers(2**31 - 1)))
+
+
+@dataclass(frozen=True)
+class RandomScenarioGenerator:
+    """Random clusters, workloads and arrivals for training orderers that generalise.
+
+    Per episode: ``n_regions`` regions (uniform in the range) with capacities from
+    ``gpu_choices``, prices uniform in ``price_range`` $/kWh and an intra-region bandwidth from
+    ``intra_gbps_choices``; each directed inter-region link log-uniform in ``bandwidth_gbps`` (so
+    that constraint (6) sometimes binds, as on measured WAN links); ``n_jobs`` jobs drawn from
+    the paper's Table III models and datasets; with probability ``p_batch`` all jobs arrive at
+    t = 0, otherwise as a Poisson process at a rate uniform in ``arrival_rate_per_h``.
+    """
+
+    n_regions: tuple[int, int] = (4, 8)
+    n_jobs: tuple[int, int] = (6, 16)
+    gpu_choices: tuple[int, ...] = (16, 32, 64, 128)
+    price_range: tuple[float, float] = (0.08, 0.35)
+    intra_gbps_choices: tuple[float, ...] = (25.0, 50.0, 100.0)
+    bandwidth_gbps: tuple[float, float] = (2.0, 100.0)
+    p_batch: float = 0.3
+    arrival_rate_per_h: tuple[float, float] = (0.5, 4.0)
+    _profiles: ProfileCache = field(default_factory=ProfileCache, repr=False, compare=False)
+    _paper: ScenarioTemplate = field(
+        default_factory=lambda: compile_scenario(load_scenario_spec("paper")),
+        repr=False,
+        compare=False,
+    )
+
+    def __post_init__(self) -> None:
+        for name in ("n_regions", "n_jobs"):
+            lo, hi = getattr(self, name)
+            require_int(f"{name}[0]", lo, minimum=1)
+            require_int(f"{name}[1]", hi, minimum=lo)
+        for name in ("price_range", "bandwidth_gbps", "arrival_rate_per_h"):
+            lo, hi = getattr(self, name)
+            require_float(f"{name}[0]", lo, minimum=0.0)
+            require_float(f"{name}[1]", hi, minimum=lo)
+        require_float("bandwidth_gbps[0]", self.bandwidth_gbps[0], positive=True)
+        require_float("p_batch", self.p_batch, minimum=0.0, maximum=1.0)
+        for name in ("gpu_choices", "intra_gbps_choices"):
+            if not getattr(self, name):
+                raise ScenarioError(name, (), "needs at least one value")
+        for i, g in enumerate(self.gpu_choices):
+            require_int(f"gpu_choices[{i}]", g, minimum=1)
+        for i, b in enumerate(self.intra_gbps_choices):
+            require_float(f"intra_gbps_choices[{i}]", b, positive=True)
+
+    @property
+    def max_regions(self) -> int:
+        """The most regions a scenario can have (observation padding)."""
+        return self.n_regions[1]
+
+    @property
+    def max_jobs(self) -> int:
+        """The most jobs a scenario can have."""
+        return self.n_jobs[1]
+
+    def __call__(self, rng: np.random.Generator) -> Scenario:
+        """One random scenario from ``rng``."""
+        k = int(rng.integers(self.n_regions[0], self.n_regions[1] + 1))
+        n = int(rng.integers(self.n_jobs[0], self.n_jobs[1] + 1))
+        gpus = rng.choice(np.asarray(self.gpu_choices), size=k).tolist()
+        prices = rng.uniform(*self.price_range, size=k).tolist()
+        intra = rng.choice(np.asarray(self.intra_gbps_choices, dtype=float), size=k).tolist()
+        lo, hi = np.log(self.bandwidth_gbps[0]), np.log(self.bandwidth_gbps[1])
+        links = np.exp(rng.uniform(lo, hi, size=(k, k))) * (1e9 / 8)  # bytes/s
+        regions = tuple(Region(f"R{i}", gpus[i], prices[i], intra[i] * 1e9 / 8) for i in range(k))
+        paper = self._paper
+        cluster = Cluster(regions, links, np.zeros((k, k)), paper.cluster.power_kw)
+        model_names = list(paper.models)
+        dataset_names = list(paper.datasets)
+        models = rng.integers(len(model_names), size=n).tolist()
+        datasets = rng.integers(len(dataset_names), size=n).tolist()
+        if rng.random() < self.p_batch:
+            submits = [0.0] * n
+        else:
+            rate = float(rng.uniform(*self.arrival_rate_per_h))
+            gaps = rng.exponential(1.0 / rate, size=n)
+            gaps[0] = 0.0
+            submits = (np.cumsum(gaps) * SECONDS_PER_HOUR).tolist()
+        jobs = []
+        for i in range(n):
+            model, batch = paper.models[model_names[models[i]]]
+            name = dataset_names[datasets[i]]
+            jobs.append(
+                Job.trusted(
+                    job_id=i + 1,
+                    model=model,
+                    dataset=name,
+                    samples=paper.datasets[name],
+                    batch=batch,
+                    submit_time=submits[i],
+                    epochs=paper.epochs,
+                    constants=paper.constants,
+                    name="",
+                )
+            )
+        return Scenario(
+            "random",
+            cluster,
+            tuple(jobs),
+            f"{k} random regions, {n} random jobs",
+            {"generator": "RandomScenarioGenerator", "n_regions": k, "n_jobs": n},
+            self._profiles,
+        )

@@ -11,6 +11,7 @@ import json
 import math
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 
 from ..core.cluster import Cluster, Region
 from ..core.job import Job, ModelSpec, TrainingConstants
+from ..core.perf import ProfileCache
 from ..core.scenario import Scenario
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
 from ..core.validate import require_float, require_int, require_square_matrix, require_str
@@ -26,7 +28,9 @@ from ..errors import ScenarioError
 
 __all__ = [
     "BUILTIN_SCENARIOS",
+    "ScenarioTemplate",
     "build_scenario",
+    "compile_scenario",
     "list_scenarios",
     "load_scenario",
     "load_scenario_spec",
@@ -164,12 +168,89 @@ def build_scenario(
     bandwidth_scale: float = 1.0,
     gpu_scale: float = 1.0,
     n_jobs: int | None = None,
+    profile_cache: ProfileCache | None = None,
 ) -> Scenario:
-    """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`)."""
+    """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`).
+
+    ``profile_cache`` lets a caller that builds many scenarios profile each job shape once."""
+    template = compile_scenario(
+        spec, bandwidth_scale=bandwidth_scale, gpu_scale=gpu_scale, n_jobs=n_jobs
+    )
+    return template.materialize(seed, profile_cache=profile_cache)
+
+
+@dataclass(frozen=True, eq=False)
+class ScenarioTemplate:
+    """A validated scenario file with its cluster built; :meth:`materialize` draws the jobs
+    for a seed. Validating once and drawing many times is what makes resets cheap."""
+
+    name: str
+    description: str
+    source: str
+    cluster: Cluster
+    models: Mapping[str, tuple[ModelSpec, int]]  # name -> (model, default batch)
+    datasets: Mapping[str, int]  # name -> samples
+    constants: TrainingConstants
+    epochs: int
+    knobs: Mapping[str, Any]
+    rows: tuple[Mapping[str, Any], ...] | None = None  # an explicit job list
+    workload: Mapping[str, Any] | None = None  # a validated workload rule
+
+    def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
+        """The scenario for ``seed``: the workload rule's draws come from
+        ``numpy.random.default_rng(seed)`` in a fixed order (models, datasets, arrival gaps)."""
+        seed = require_int("seed", seed, minimum=0)
+        rows = self.rows if self.rows is not None else self._draw(np.random.default_rng(seed))
+        jobs = []
+        for i, row in enumerate(rows):
+            model, batch = self.models[row["model"]]
+            jobs.append(
+                Job.trusted(  # every value was validated by compile_scenario
+                    job_id=i + 1,
+                    model=model,
+                    dataset=row["dataset"],
+                    samples=self.datasets[row["dataset"]],
+                    batch=row.get("batch", batch),
+                    submit_time=float(row["submit_h"]) * SECONDS_PER_HOUR,
+                    epochs=row.get("epochs", self.epochs),
+                    constants=self.constants,
+                    name=row.get("name", ""),
+                )
+            )
+        params = {"seed": seed, **self.knobs, "n_jobs": len(jobs), "source": self.source}
+        return Scenario(
+            self.name, self.cluster, tuple(jobs), self.description, params, profile_cache
+        )
+
+    def _draw(self, rng: np.random.Generator) -> list[dict[str, Any]]:
+        w = self.workload
+        assert w is not None
+        n = w["n_jobs"]
+        chosen_models = _pick(w["models"], list(self.models), n, rng)
+        chosen_data = _pick(w["datasets"], list(self.datasets), n, rng)
+        if w["rate"] is not None:
+            gaps = rng.exponential(1.0 / w["rate"], size=n)
+            gaps[0] = 0.0
+            submits = (w["submit_h"] + np.cumsum(gaps)).tolist()
+        else:
+            submits = [w["submit_h"]] * n
+        return [
+            {"model": m, "dataset": d, "submit_h": t}
+            for m, d, t in zip(chosen_models, chosen_data, submits)
+        ]
+
+
+def compile_scenario(
+    spec: Mapping[str, Any],
+    *,
+    bandwidth_scale: float = 1.0,
+    gpu_scale: float = 1.0,
+    n_jobs: int | None = None,
+) -> ScenarioTemplate:
+    """Validate a parsed scenario mapping and build everything but the seeded draws."""
     if not isinstance(spec, Mapping):
         raise ScenarioError("scenario", type(spec).__name__, "must be a mapping")
     _no_unknown_keys("scenario", spec, _TOP_KEYS)
-    seed = require_int("seed", seed, minimum=0)
     bandwidth_scale = require_float("bandwidth_scale", bandwidth_scale, positive=True)
     gpu_scale = require_float("gpu_scale", gpu_scale, positive=True)
     if n_jobs is not None:
@@ -185,53 +266,49 @@ def build_scenario(
 
     models = _named_table(_list(spec, "models"), "models", _MODEL_KEYS, _model)
     datasets = _named_table(_list(spec, "datasets"), "datasets", _DATASET_KEYS, _dataset)
-    rng = np.random.default_rng(seed)
     if "jobs" in spec and "workload" in spec:
         raise ScenarioError("jobs", "jobs and workload", "give either a job list or a workload")
+    rows: tuple[Mapping[str, Any], ...] | None = None
+    workload: dict[str, Any] | None = None
+    m = constants.micro_batch
     if "jobs" in spec:
-        job_rows = _explicit_jobs(_list(spec, "jobs"), models, datasets, n_jobs)
+        listed = _list(spec, "jobs")
+        rows = tuple(_explicit_jobs(listed, models, datasets, n_jobs))
+        model_index = {name: i for i, name in enumerate(models)}
+        for i, row in enumerate(rows):
+            if "batch" in row:
+                _check_batch(f"jobs[{i % len(listed)}].batch", row["batch"], m)
+            else:
+                _check_batch(
+                    f"models[{model_index[row['model']]}].batch", models[row["model"]][1], m
+                )
     elif "workload" in spec:
-        job_rows = _workload_jobs(spec["workload"], models, datasets, n_jobs, rng)
+        workload = _workload(spec["workload"], list(models), list(datasets), n_jobs)
+        for i, (_, batch) in enumerate(models.values()):
+            _check_batch(f"models[{i}].batch", batch, m)
     else:
         raise ScenarioError("jobs", None, "a scenario needs a 'jobs' list or a 'workload' rule")
+    knobs = {"bandwidth_scale": bandwidth_scale, "gpu_scale": gpu_scale}
+    return ScenarioTemplate(
+        name,
+        str(spec.get("description", "")),
+        str(spec.get("source", "")),
+        cluster,
+        models,
+        datasets,
+        constants,
+        epochs,
+        knobs,
+        rows,
+        workload,
+    )
 
-    jobs = []
-    model_index = {m: i for i, m in enumerate(models)}
-    n_listed = len(spec["jobs"]) if "jobs" in spec else 0
-    for i, row in enumerate(job_rows):
-        model, batch = models[row["model"]]
-        field = (
-            f"jobs[{i % n_listed}].batch"
-            if "batch" in row
-            else (f"models[{model_index[row['model']]}].batch")
+
+def _check_batch(field: str, batch: int, micro_batch: int) -> None:
+    if batch % micro_batch:
+        raise ScenarioError(
+            field, batch, f"must be a multiple of constants.micro_batch = {micro_batch}"
         )
-        if row.get("batch", batch) % constants.micro_batch:
-            raise ScenarioError(
-                field,
-                row.get("batch", batch),
-                f"must be a multiple of constants.micro_batch = {constants.micro_batch}",
-            )
-        jobs.append(
-            Job(
-                job_id=i + 1,
-                model=model,
-                dataset=row["dataset"],
-                samples=datasets[row["dataset"]],
-                batch=row.get("batch", batch),
-                submit_time=row["submit_h"] * SECONDS_PER_HOUR,
-                epochs=row.get("epochs", epochs),
-                constants=constants,
-                name=row.get("name", ""),
-            )
-        )
-    params = {
-        "seed": seed,
-        "bandwidth_scale": bandwidth_scale,
-        "gpu_scale": gpu_scale,
-        "n_jobs": len(jobs),
-        "source": spec.get("source", ""),
-    }
-    return Scenario(name, cluster, tuple(jobs), str(spec.get("description", "")), params)
 
 
 # ------------------------------------------------------------------------------ sections
@@ -434,45 +511,39 @@ def _explicit_jobs(
     return out
 
 
-def _workload_jobs(
-    raw: Any,
-    models: Mapping[str, Any],
-    datasets: Mapping[str, Any],
-    n_jobs: int | None,
-    rng: np.random.Generator,
-) -> list[dict[str, Any]]:
+def _workload(
+    raw: Any, model_names: list[str], dataset_names: list[str], n_jobs: int | None
+) -> dict[str, Any]:
     w = _table("workload", raw, _WORKLOAD_KEYS)
     n = (
         n_jobs
         if n_jobs is not None
         else require_int("workload.n_jobs", _get("workload", w, "n_jobs"), minimum=1)
     )
-    model_names = list(models)
-    dataset_names = list(datasets)
-    chosen_models = _pick("workload.models", w.get("models", "cycle"), model_names, n, rng)
-    chosen_data = _pick("workload.datasets", w.get("datasets", "random"), dataset_names, n, rng)
-    start = require_float("workload.submit_h", w.get("submit_h", 0.0), minimum=0.0)
+    rate = None
     if "arrival_rate_per_h" in w:
         rate = require_float("workload.arrival_rate_per_h", w["arrival_rate_per_h"], positive=True)
-        gaps = rng.exponential(1.0 / rate, size=n)
-        gaps[0] = 0.0
-        submits = (start + np.cumsum(gaps)).tolist()
-    else:
-        submits = [start] * n
-    return [
-        {"model": m, "dataset": d, "submit_h": t}
-        for m, d, t in zip(chosen_models, chosen_data, submits)
-    ]
+    return {
+        "n_jobs": n,
+        "models": _how("workload.models", w.get("models", "cycle"), model_names),
+        "datasets": _how("workload.datasets", w.get("datasets", "random"), dataset_names),
+        "submit_h": require_float("workload.submit_h", w.get("submit_h", 0.0), minimum=0.0),
+        "rate": rate,
+    }
 
 
-def _pick(field: str, how: Any, names: list[str], n: int, rng: np.random.Generator) -> list[str]:
+def _how(field: str, how: Any, names: list[str]) -> str:
+    if how in ("cycle", "random") or (isinstance(how, str) and how in names):
+        return str(how)
+    raise ScenarioError(field, how, f"must be 'cycle', 'random' or one of: {', '.join(names)}")
+
+
+def _pick(how: str, names: list[str], n: int, rng: np.random.Generator) -> list[str]:
     if how == "cycle":
         return [names[i % len(names)] for i in range(n)]
     if how == "random":
         return [names[i] for i in rng.integers(len(names), size=n).tolist()]
-    if isinstance(how, str) and how in names:
-        return [how] * n
-    raise ScenarioError(field, how, f"must be 'cycle', 'random' or one of: {', '.join(names)}")
+    return [how] * n
 
 
 def _choice(field: str, name: Any, table: Mapping[str, Any], what: str) -> str:

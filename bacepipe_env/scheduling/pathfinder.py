@@ -141,33 +141,39 @@ def _grow_widest(
     a: float,
     t_comp: Callable[[int], float],
     partial_take: bool,
+    with_gpus: Sequence[int] | None = None,
 ) -> tuple[list[int], int]:
-    """Alg. 1 lines 7-17 from one start: the path and its GPU count g."""
+    """Alg. 1 lines 7-17 from one start: the path and its GPU count g.
+
+    ``with_gpus`` lists the regions with a free GPU in index order (computed if omitted)."""
+    if with_gpus is None:
+        with_gpus = [r for r in range(len(free)) if free[r] > 0]
     k = len(free)
     path = [start]
-    on_path = [False] * k
-    on_path[start] = True
+    on_path = {start}
     tail, g, b_min = start, min(free[start], k_star), math.inf  # lines 7-8
     while len(path) < k and g < k_star:  # line 9
         row = bw[tail]
         nxt, b_next = -1, -math.inf
-        for u in range(k):  # line 10: widest residual link to an unvisited region with GPUs
-            if not on_path[u] and free[u] > 0 and row[u] > b_next:
+        for u in with_gpus:  # line 10: widest residual link to an unvisited region with GPUs
+            if row[u] > b_next and u not in on_path:
                 nxt, b_next = u, row[u]
         if nxt < 0:
             break
-        b_tmp = min(b_min, b_next)  # line 11
+        b_tmp = b_next if b_next < b_min else b_min  # line 11
         hi = min(g + free[nxt], k_star)  # line 12
         lo = g + 1 if partial_take else hi
         g_new = 0
-        for cand in range(hi, lo - 1, -1):
-            if b_tmp > 0.0 and a / b_tmp <= t_comp(cand):  # line 13: constraint (6)
-                g_new = cand
-                break
+        if b_tmp > 0.0:
+            need = a / b_tmp
+            for cand in range(hi, lo - 1, -1):
+                if need <= t_comp(cand):  # line 13: constraint (6)
+                    g_new = cand
+                    break
         if not g_new:
             break  # line 17
         path.append(nxt)  # lines 14-15
-        on_path[nxt] = True
+        on_path.add(nxt)
         tail, b_min, g = nxt, b_tmp, g_new
     return path, g
 
@@ -196,12 +202,13 @@ def _pathfinder(
     g_max, c_min = 0, math.inf
     best_path: list[int] = []
     best_alloc: dict[int, int] = {}
-    for start in range(k):  # line 6
-        if free[start] <= 0:
-            continue
-        path, g = _grow_widest(start, free, bw, k_star, a, t_comp, partial_take)
+    with_gpus = [r for r in range(k) if free[r] > 0]
+    for start in with_gpus:  # line 6 (a start needs a free GPU)
+        path, g = _grow_widest(start, free, bw, k_star, a, t_comp, partial_take, with_gpus)
+        if g < g_max:
+            continue  # line 20 cannot pick it: skip allocating and pricing it
         alloc = allocate(path, g, free, price)  # line 18
-        c_avg = math.fsum(alloc[r] * price[r] for r in sorted(path)) / g  # line 19
+        c_avg = sum([alloc[r] * price[r] for r in sorted(path)]) / g  # line 19 (canonical order)
         if g > g_max or (  # line 20
             g == g_max
             and c_avg < c_min

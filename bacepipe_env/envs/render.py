@@ -1,0 +1,468 @@
+"""Rendering of :class:`~bacepipe_env.envs.geopipe.GeoPipeEnv`: a text snapshot and a GPU timeline.
+
+:func:`snapshot` copies what a frame needs out of the environment into a :class:`RenderSnapshot`
+(plain data, no reference to the simulator); :func:`render_ansi` turns it into text and
+:func:`render_rgb` into a Gantt-style image, one band per region whose height is proportional to
+the region's GPU capacity. :func:`assign_slots` is the pure function that lays the jobs out on
+numbered GPU slots inside each band.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from ..core.units import SECONDS_PER_HOUR
+from ..errors import BacepipeError
+
+if TYPE_CHECKING:
+    from .geopipe import GeoPipeEnv
+
+__all__ = [
+    "QueueRow",
+    "RenderSnapshot",
+    "RunningRow",
+    "TimelineEntry",
+    "assign_slots",
+    "render_ansi",
+    "render_rgb",
+    "snapshot",
+]
+
+K = TypeVar("K", bound=Hashable)
+
+#: Figure size (inches) and resolution of :func:`render_rgb`: frames are 800 x 400 pixels.
+FIG_SIZE = (8.0, 4.0)
+FIG_DPI = 100
+#: Most jobs listed in the image's legend; with more, the legend is left out.
+MAX_LEGEND_JOBS = 16
+#: Narrowest bar drawn (pixels), so short or just-started jobs stay visible.
+MIN_BAR_PX = 2.0
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One visible queue slot. Times in hours; ``preview`` is the placement the policy would
+    give the job now (``EA-East:48 > US-East-2:12``) or ``-``."""
+
+    slot: int
+    job_id: int
+    name: str
+    model: str
+    dataset: str
+    k_star: int
+    e1_hours: float
+    wait_hours: float
+    preview: str
+
+
+@dataclass(frozen=True)
+class RunningRow:
+    """One running job: its path as text and its start and planned finish (hours)."""
+
+    job_id: int
+    name: str
+    path: str
+    start_hours: float
+    finish_hours: float
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """A started job (running or finished): GPUs per region index, start and finish (s).
+
+    For a running job ``finish`` is the planned completion, later than the snapshot's time.
+    """
+
+    job_id: int
+    name: str
+    gpus: tuple[int, ...]
+    start: float
+    finish: float
+
+
+@dataclass(frozen=True)
+class RenderSnapshot:
+    """Everything one frame shows, as plain data. Times in seconds unless named ``_hours``."""
+
+    scenario: str
+    time: float
+    region_names: tuple[str, ...]
+    capacity: tuple[int, ...]
+    free: tuple[int, ...]
+    prices: tuple[float, ...]  # $/kWh
+    alpha: float  # Eq. (11) network utilisation
+    queue: tuple[QueueRow, ...]
+    n_pending: int
+    max_queue: int
+    running: tuple[RunningRow, ...]
+    finished: int
+    total_jobs: int
+    timeline: tuple[TimelineEntry, ...]
+
+    @property
+    def time_hours(self) -> float:
+        """The snapshot's time in hours."""
+        return self.time / SECONDS_PER_HOUR
+
+
+def _job_name(name: str, job_id: int) -> str:
+    return name if name else f"job{job_id}"
+
+
+def snapshot(env: GeoPipeEnv) -> RenderSnapshot:
+    """Copy the state a frame shows out of ``env`` (after ``reset()``, at any later step)."""
+    sim = env.sim
+    if sim is None:
+        raise RuntimeError("call reset() before render()")
+    cluster = sim.cluster
+    names = cluster.names
+    now = sim.time
+    h = SECONDS_PER_HOUR
+
+    queue: list[QueueRow] = []
+    for slot, (job_id, preview) in enumerate(zip(env._window, env._previews)):
+        prof = sim.profile(job_id)
+        job = prof.job
+        queue.append(
+            QueueRow(
+                slot=slot,
+                job_id=job_id,
+                name=_job_name(job.name, job_id),
+                model=job.model.name,
+                dataset=job.dataset,
+                k_star=prof.k_star,
+                e1_hours=prof.single_gpu_exec / h,
+                wait_hours=max(0.0, now - job.submit_time) / h,
+                preview=preview.describe(names) if preview is not None and preview.path else "-",
+            )
+        )
+
+    running_ids = sim.running
+    running_set = set(running_ids)
+    running: list[RunningRow] = []
+    for job_id in running_ids:
+        start, placement, finish = sim.job_state(job_id)
+        if placement is None:
+            continue
+        running.append(
+            RunningRow(
+                job_id=job_id,
+                name=_job_name(sim.profile(job_id).job.name, job_id),
+                path=placement.describe(names),
+                start_hours=start / h,
+                finish_hours=(finish if finish is not None else now) / h,
+            )
+        )
+
+    k = cluster.n_regions
+    timeline: list[TimelineEntry] = []
+    finished = 0
+    for job in sim.scenario.jobs:
+        start, placement, finish = sim.job_state(job.job_id)
+        if placement is None:
+            continue
+        if job.job_id not in running_set:
+            finished += 1
+        gpus = [0] * k
+        for r, g in zip(placement.path, placement.gpus):
+            gpus[r] += g
+        timeline.append(
+            TimelineEntry(
+                job_id=job.job_id,
+                name=_job_name(job.name, job.job_id),
+                gpus=tuple(gpus),
+                start=start,
+                finish=finish if finish is not None else now,
+            )
+        )
+    timeline.sort(key=lambda e: (e.start, e.job_id))
+
+    return RenderSnapshot(
+        scenario=sim.scenario.name,
+        time=now,
+        region_names=tuple(names),
+        capacity=tuple(cluster.capacity),
+        free=tuple(sim.free_gpus),
+        prices=tuple(cluster.prices),
+        alpha=float(sim.network_utilization),
+        queue=tuple(queue),
+        n_pending=len(sim.pending),
+        max_queue=env.max_queue,
+        running=tuple(running),
+        finished=finished,
+        total_jobs=sim.n_jobs,
+        timeline=tuple(timeline),
+    )
+
+
+# ---------------------------------------------------------------------------- slot layout
+def assign_slots(
+    capacity: Sequence[int], intervals: Mapping[K, tuple[float, float, Sequence[int]]]
+) -> dict[K, list[tuple[int, int, int]]]:
+    """Lay jobs out on numbered GPU slots: ``slot 0 .. capacity[r] - 1`` in each region.
+
+    ``intervals`` maps a job to ``(start, finish, gpus per region index)``. Starts and finishes
+    are replayed in time order (finishes first at the same instant, then starts in the mapping's
+    order) and each starting job takes the lowest free slot indices of each of its regions.
+    Returns, per job, its contiguous runs ``(region, first_slot, n_slots)`` sorted by region and
+    slot. Raises ValueError if a region would run out of slots.
+    """
+    k = len(capacity)
+    free: list[set[int]] = [set(range(int(c))) for c in capacity]
+    held: dict[K, list[tuple[int, list[int]]]] = {}
+    events: list[tuple[float, int, int, K]] = []  # (time, 0 = finish / 1 = start, order, job)
+    for order, (job, (start, finish, gpus)) in enumerate(intervals.items()):
+        if len(gpus) != k:
+            raise ValueError(f"job {job!r}: {len(gpus)} GPU counts for {k} regions")
+        events.append((float(start), 1, order, job))
+        events.append((max(float(start), float(finish)), 0, order, job))
+    events.sort(key=lambda e: (e[0], e[1], e[2]))
+
+    runs: dict[K, list[tuple[int, int, int]]] = {job: [] for job in intervals}
+    for t, kind, _, job in events:
+        if kind == 0:
+            for r, slots in held.pop(job, []):
+                free[r].update(slots)
+            continue
+        taken: list[tuple[int, list[int]]] = []
+        for r, n in enumerate(intervals[job][2]):
+            if n <= 0:
+                continue
+            if n > len(free[r]):
+                raise ValueError(
+                    f"job {job!r} needs {n} slots in region {r} at t={t:g}, "
+                    f"{len(free[r])} of {capacity[r]} free"
+                )
+            slots = sorted(free[r])[:n]
+            free[r].difference_update(slots)
+            taken.append((r, slots))
+            first = prev = slots[0]
+            for s in slots[1:]:
+                if s != prev + 1:
+                    runs[job].append((r, first, prev - first + 1))
+                    first = s
+                prev = s
+            runs[job].append((r, first, prev - first + 1))
+        held[job] = taken
+    return runs
+
+
+# ----------------------------------------------------------------------------------- text
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
+    """Columns separated by two spaces; column indices in ``right`` are right-aligned."""
+    widths = [len(hd) for hd in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)
+        ]
+        return ("  " + "  ".join(parts)).rstrip()
+
+    return [line(headers), *(line(row) for row in rows)]
+
+
+def _bar(used: int, total: int, width: int = 20) -> str:
+    filled = round(width * used / total) if total > 0 else 0
+    if used > 0:
+        filled = max(filled, 1)
+    return "[" + "#" * filled + "." * (width - filled) + "]"
+
+
+def render_ansi(snap: RenderSnapshot) -> str:
+    """A multi-line text frame: a header (time in hours, alpha, jobs done), the regions (free
+    GPUs, price, a busy bar), the visible queue and the running jobs."""
+    lines = [
+        f"{snap.scenario} | t = {snap.time_hours:.2f} h | alpha = {snap.alpha:.3f} | "
+        f"jobs done {snap.finished}/{snap.total_jobs} "
+        f"(running {len(snap.running)}, pending {snap.n_pending})"
+    ]
+
+    lines.append("Regions")
+    region_rows = [
+        [name, f"{free}/{cap}", f"{price:.3f}", _bar(cap - free, cap)]
+        for name, cap, free, price in zip(snap.region_names, snap.capacity, snap.free, snap.prices)
+    ]
+    lines += _table(["region", "free/cap", "$/kWh", "busy"], region_rows, right={1, 2})
+
+    shown = len(snap.queue)
+    hidden = f", {snap.n_pending - shown} beyond the window" if snap.n_pending > shown else ""
+    lines.append(f"Queue ({shown} shown of {snap.n_pending} pending{hidden})")
+    if snap.queue:
+        queue_rows = [
+            [
+                str(q.slot),
+                q.name,
+                q.model,
+                q.dataset,
+                str(q.k_star),
+                f"{q.e1_hours:.1f}",
+                f"{q.wait_hours:.2f}",
+                q.preview,
+            ]
+            for q in snap.queue
+        ]
+        headers = ["slot", "job", "model", "dataset", "K*", "E(1) h", "wait h", "preview"]
+        lines += _table(headers, queue_rows, right={0, 4, 5, 6})
+    else:
+        lines.append("  (empty)")
+
+    lines.append(f"Running ({len(snap.running)})")
+    if snap.running:
+        run_rows = [
+            [r.name, f"{r.start_hours:.2f}", f"{r.finish_hours:.2f}", r.path] for r in snap.running
+        ]
+        lines += _table(["job", "start h", "finish h", "path"], run_rows, right={1, 2})
+    else:
+        lines.append("  (none)")
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------- image
+def _palette() -> list[tuple[float, float, float]]:
+    """20 distinct qualitative colours: tab20's dark shades (= tab10) then its light ones."""
+    from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
+
+    cmap = colormaps["tab20"]
+    assert isinstance(cmap, ListedColormap)
+    colors = [tuple(float(x) for x in c[:3]) for c in np.asarray(cmap.colors)]
+    ordered = colors[0::2] + colors[1::2]
+    return [(c[0], c[1], c[2]) for c in ordered]
+
+
+def render_rgb(snap: RenderSnapshot) -> np.ndarray:
+    """A Gantt-style GPU timeline as an ``(H, W, 3)`` uint8 image (800 x 400 pixels).
+
+    One horizontal band per region, its height proportional to the region's capacity; each
+    started job fills the GPU slots :func:`assign_slots` gives it from its start to its finish
+    (or to the current time while it runs), one colour per job; a dashed line marks the current
+    time. Needs matplotlib (the ``viz`` extra).
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise BacepipeError(
+            "rendering rgb_array needs matplotlib: pip install 'bacepipe-env[viz]'"
+        ) from exc
+
+    h = SECONDS_PER_HOUR
+    now_h = snap.time / h
+    caps = snap.capacity
+    total = max(1, sum(caps))
+    offsets = [sum(caps[:r]) for r in range(len(caps))]  # region 0 at the top (y inverted)
+    entries = snap.timeline
+    runs = assign_slots(caps, {e.job_id: (e.start, e.finish, e.gpus) for e in entries})
+
+    x_max = max([now_h, *(min(e.finish, snap.time) / h for e in entries), 0.0])
+    x_max = x_max * 1.02 if x_max > 0 else 1.0
+    legend = 0 < len(entries) <= MAX_LEGEND_JOBS
+
+    fig = Figure(figsize=FIG_SIZE, dpi=FIG_DPI, facecolor="white")
+    canvas: Any = FigureCanvasAgg(fig)  # backend_agg has no type hints
+    left, right, bottom, top = 0.15, (0.80 if legend else 0.97), 0.12, 0.90
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
+    ax = fig.add_subplot(1, 1, 1)
+
+    # Region bands: alternating background, separators, names at the band centres.
+    for r, (off, cap) in enumerate(zip(offsets, caps)):
+        if r % 2 == 1:
+            ax.axhspan(off, off + cap, color="#f0f0f0", zorder=0, linewidth=0)
+        if r > 0:
+            ax.axhline(off, color="#888888", linewidth=0.8, zorder=3)
+    ax.set_yticks([off + cap / 2 for off, cap in zip(offsets, caps)])
+    ax.set_yticklabels(
+        [f"{name} ({cap})" for name, cap in zip(snap.region_names, caps)], fontsize=8
+    )
+    ax.tick_params(axis="y", length=0)
+    ax.set_ylabel("region (GPUs)", fontsize=8)
+
+    palette = _palette()
+    px_per_hour = (right - left) * FIG_SIZE[0] * FIG_DPI / x_max
+    px_per_slot = (top - bottom) * FIG_SIZE[1] * FIG_DPI / total
+    ys: list[float] = []
+    widths: list[float] = []
+    lefts: list[float] = []
+    heights: list[float] = []
+    colors: list[tuple[float, float, float]] = []
+    handles = []
+    for e in entries:
+        color = palette[e.job_id % len(palette)]
+        start_h = e.start / h
+        width_h = max(0.0, min(e.finish, snap.time) / h - start_h)
+        # At least a sliver, so a job that just started or ran briefly stays visible.
+        width_h = max(width_h, MIN_BAR_PX / px_per_hour)
+        for r, first, n in runs[e.job_id]:
+            ys.append(offsets[r] + first)
+            heights.append(n)
+            lefts.append(start_h)
+            widths.append(width_h)
+            colors.append(color)
+        if legend:
+            from matplotlib.patches import Patch
+
+            handles.append(Patch(facecolor=color, edgecolor="none", label=e.name))
+        # The job's name inside its biggest rectangle, when it fits.
+        if runs[e.job_id]:
+            r, first, n = max(runs[e.job_id], key=lambda run: run[2])
+            if width_h * px_per_hour > 7 * len(e.name) + 6 and n * px_per_slot > 11:
+                ax.text(
+                    start_h + width_h / 2,
+                    offsets[r] + first + n / 2,
+                    e.name,
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="white",
+                    zorder=4,
+                    clip_on=True,
+                )
+    if ys:
+        ax.barh(
+            ys,
+            widths,
+            height=heights,
+            left=lefts,
+            align="edge",
+            color=colors,
+            edgecolor="white",
+            linewidth=0.4,
+            zorder=2,
+        )
+
+    ax.axvline(now_h, color="#d62728", linestyle="--", linewidth=1.2, zorder=5)
+    ax.set_xlim(0.0, x_max)
+    ax.set_ylim(total, 0)
+    ax.set_xlabel("time (hours)", fontsize=8)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_title(
+        f"{snap.scenario}   t = {now_h:.2f} h   α = {snap.alpha:.3f}   "
+        f"done {snap.finished}/{snap.total_jobs}   running {len(snap.running)}   "
+        f"pending {snap.n_pending}",
+        fontsize=9,
+    )
+    if handles:
+        ax.legend(
+            handles=handles,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            fontsize=7,
+            frameon=False,
+            title="jobs",
+            title_fontsize=8,
+            ncols=1 if len(handles) <= 12 else 2,
+            handlelength=1.0,
+            columnspacing=0.8,
+        )
+
+    canvas.draw()
+    image: np.ndarray = np.asarray(canvas.buffer_rgba())[..., :3].copy()
+    fig.clear()
+    return image

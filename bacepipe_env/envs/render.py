@@ -209,22 +209,25 @@ def assign_slots(
     are replayed in time order (finishes first at the same instant, then starts in the mapping's
     order) and each starting job takes the lowest free slot indices of each of its regions.
     Returns, per job, its contiguous runs ``(region, first_slot, n_slots)`` sorted by region and
-    slot. Raises ValueError if a region would run out of slots.
+    slot. Raises ValueError if a region would run out of slots or a job's GPU counts do not
+    have one entry per region.
     """
     k = len(capacity)
     free: list[set[int]] = [set(range(int(c))) for c in capacity]
     held: dict[K, list[tuple[int, list[int]]]] = {}
-    events: list[tuple[float, int, int, K]] = []  # (time, 0 = finish / 1 = start, order, job)
+    # (time, kind, order, job); kind 0 = finish, 1 = start, 2 = finish of a zero-length job
+    events: list[tuple[float, int, int, K]] = []
     for order, (job, (start, finish, gpus)) in enumerate(intervals.items()):
         if len(gpus) != k:
             raise ValueError(f"job {job!r}: {len(gpus)} GPU counts for {k} regions")
-        events.append((float(start), 1, order, job))
-        events.append((max(float(start), float(finish)), 0, order, job))
+        t0, t1 = float(start), float(finish)
+        events.append((t0, 1, order, job))
+        events.append((t1, 0, order, job) if t1 > t0 else (t0, 2, order, job))
     events.sort(key=lambda e: (e[0], e[1], e[2]))
 
     runs: dict[K, list[tuple[int, int, int]]] = {job: [] for job in intervals}
     for t, kind, _, job in events:
-        if kind == 0:
+        if kind != 1:
             for r, slots in held.pop(job, []):
                 free[r].update(slots)
             continue
@@ -337,6 +340,10 @@ def _palette() -> list[tuple[float, float, float]]:
     return [(c[0], c[1], c[2]) for c in ordered]
 
 
+def _luminance(c: tuple[float, float, float]) -> float:
+    return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2]
+
+
 def render_rgb(snap: RenderSnapshot) -> np.ndarray:
     """A Gantt-style GPU timeline as an ``(H, W, 3)`` uint8 image (800 x 400 pixels).
 
@@ -420,7 +427,7 @@ def render_rgb(snap: RenderSnapshot) -> np.ndarray:
                     ha="center",
                     va="center",
                     fontsize=7,
-                    color="white",
+                    color="black" if _luminance(color) > 0.6 else "white",
                     zorder=4,
                     clip_on=True,
                 )

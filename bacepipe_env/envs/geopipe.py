@@ -9,7 +9,7 @@ See ``docs/environment.md`` for the full description.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -76,6 +76,29 @@ def make_placement(placement: str | PlacementPolicy) -> PlacementPolicy:
     )
 
 
+def _as_index(action: Any) -> int:
+    """An integer action (Python or numpy int, or a one-element integer array); -1 (illegal)
+    for anything else, floats included: 1.5 is not a slot."""
+    arr = np.asarray(action)
+    if arr.size != 1 or not np.issubdtype(arr.dtype, np.integer):
+        return -1
+    return int(arr.reshape(-1)[0])
+
+
+def _config(cls: Any, value: Any, field: str) -> Any:
+    """``cls()`` for None, ``cls(**value)`` for a mapping (a JSON config), else ``value``."""
+    if value is None:
+        return cls()
+    if isinstance(value, Mapping):
+        try:
+            return cls(**value)
+        except TypeError as err:
+            raise ValidationError(field, dict(value), str(err)) from None
+    if not isinstance(value, cls):
+        raise ValidationError(field, value, f"must be a {cls.__name__} or a mapping")
+    return value
+
+
 class _Fixed:
     """A generator that always returns the same scenario."""
 
@@ -104,7 +127,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         observation: ``"dict"`` (default) or ``"flat"`` (one Box for ``MlpPolicy``).
         illegal_action: ``"fallback"`` (default: play the first legal action and set
             ``info["illegal_action"]``) or ``"raise"``.
-        reward: :class:`RewardConfig`; ``scales``: :class:`ObsScales`.
+        reward: :class:`RewardConfig` (or a mapping of its fields); ``scales``:
+            :class:`ObsScales` (or a mapping).
         preview: compute what the placement policy would give each visible job (observation
             features 7-10 and the mask); off makes steps faster and those features zero.
         max_steps: truncate after this many steps (``None``: never).
@@ -125,8 +149,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         allow_wait: bool = False,
         observation: str = "dict",
         illegal_action: str = "fallback",
-        reward: RewardConfig | None = None,
-        scales: ObsScales | None = None,
+        reward: RewardConfig | Mapping[str, float] | None = None,
+        scales: ObsScales | Mapping[str, float] | None = None,
         preview: bool = True,
         max_steps: int | None = None,
         render_mode: str | None = None,
@@ -163,8 +187,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         if illegal_action not in ("fallback", "raise"):
             raise ValidationError("illegal_action", illegal_action, "must be 'fallback' or 'raise'")
         self.illegal_action = illegal_action
-        self.reward_config = reward if reward is not None else RewardConfig()
-        self.scales = scales if scales is not None else ObsScales()
+        self.reward_config = _config(RewardConfig, reward, "reward")
+        self.scales = _config(ObsScales, scales, "scales")
         self.preview = bool(preview)
         self.max_steps = (
             None
@@ -238,10 +262,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         sim = self._require_sim()
         if sim.done:
             raise RuntimeError("the episode is over: call reset()")
-        try:
-            a = int(action)
-        except (TypeError, ValueError):
-            a = -1
+        a = _as_index(action)
         illegal = not (0 <= a < self.n_actions and self._mask[a])
         if illegal:
             if self.illegal_action == "raise":

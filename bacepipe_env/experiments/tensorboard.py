@@ -120,6 +120,11 @@ class ScalarWriter:
         wt = time.time() if wall_time is None else wall_time
         self._write(_event(wt, int(step), summary=_scalar_value(tag, float(value))))
 
+    def add_summary(self, summary: bytes, step: int = 0) -> None:
+        """Record an already serialized ``Summary`` protocol buffer (e.g. TensorBoard's
+        hparams plugin's ``hparams_pb(...).SerializeToString()``)."""
+        self._write(_event(time.time(), int(step), summary=summary))
+
     def add_text(self, tag: str, text: str, step: int = 0) -> None:
         """Record a (markdown) text summary, shown in TensorBoard's Text tab."""
         self._write(_event(time.time(), int(step), summary=_text_value(tag, text)))

@@ -1,0 +1,216 @@
+"""The registered environments pass Gymnasium's and Stable-Baselines3's checkers, registration
+is idempotent, and the ids work from a fresh interpreter outside the source tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env as gym_check_env
+
+import bacepipe_env
+from bacepipe_env.envs import ENV_IDS, GeoPipeEnv, register_envs
+
+# Design choices the checkers only warn about: the Box spaces are unbounded above (features
+# are O(1) but not clipped) and the (2, K, K) bandwidth tensor looks like an image to SB3.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*maximum value is infinity.*"),
+    pytest.mark.filterwarnings("ignore:.*image.*"),
+    pytest.mark.filterwarnings("ignore:.*unconventional shape.*"),
+    pytest.mark.filterwarnings("ignore:.*minimal resolution.*"),
+]
+
+MODES = {
+    "dict": {},
+    "flat": {"observation": "flat"},
+    "dict+wait": {"allow_wait": True},
+    "flat+wait": {"observation": "flat", "allow_wait": True},
+}
+EXPECTED_SCENARIO = {
+    "bacepipe_env/GeoPipe-v0": "paper",
+    "bacepipe_env/GeoPipe-Fig1-v0": "fig1",
+    "bacepipe_env/GeoPipe-Random-v0": "random",
+}
+
+
+def test_the_three_ids_are_registered_on_import():
+    assert set(ENV_IDS) == set(EXPECTED_SCENARIO)
+    for env_id in ENV_IDS:
+        assert env_id in gym.registry
+        spec = gym.spec(env_id)
+        assert spec.entry_point == "bacepipe_env.envs.geopipe:GeoPipeEnv"
+        assert spec.kwargs == ENV_IDS[env_id]
+
+
+@pytest.mark.parametrize("env_id", list(ENV_IDS))
+def test_registered_id_builds_its_scenario(env_id):
+    env = gym.make(env_id)
+    assert isinstance(env.unwrapped, GeoPipeEnv)
+    env.reset(seed=0)
+    assert env.unwrapped.scenario.name == EXPECTED_SCENARIO[env_id]
+    assert env.unwrapped.max_queue == ENV_IDS[env_id]["max_queue"]
+    assert env.unwrapped.max_steps == ENV_IDS[env_id]["max_steps"]
+    assert env.action_space == gym.spaces.Discrete(env.unwrapped.max_queue)
+    env.close()
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("env_id", list(ENV_IDS))
+def test_gymnasium_env_checker(env_id, mode):
+    env = gym.make(env_id, **MODES[mode])
+    # The render check needs bacepipe_env.envs.render (tested in test_env_render.py and in
+    # test_gymnasium_env_checker_full below); here the API alone.
+    gym_check_env(env.unwrapped, skip_render_check=True)
+    n = env.unwrapped.max_queue + (1 if MODES[mode].get("allow_wait") else 0)
+    assert env.action_space == gym.spaces.Discrete(n)
+    if MODES[mode].get("observation") == "flat":
+        assert isinstance(env.observation_space, gym.spaces.Box)
+        assert len(env.observation_space.shape) == 1
+    else:
+        assert isinstance(env.observation_space, gym.spaces.Dict)
+        assert set(env.observation_space.spaces) == {
+            "regions",
+            "bandwidth",
+            "queue",
+            "summary",
+            "action_mask",
+        }
+        assert env.observation_space["action_mask"] == gym.spaces.MultiBinary(n)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", list(ENV_IDS))
+def test_gymnasium_env_checker_full(env_id):
+    """The default check_env, render modes included (metadata advertises ansi and rgb_array)."""
+    gym_check_env(gym.make(env_id).unwrapped)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("env_id", list(ENV_IDS))
+def test_sb3_env_checker(env_id, mode):
+    import torch
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    torch.set_num_threads(1)
+    env = gym.make(env_id, **MODES[mode])
+    sb3_check_env(env, warn=True, skip_render_check=True)
+    env.close()
+
+
+def test_registering_again_is_harmless():
+    specs = {env_id: gym.spec(env_id) for env_id in ENV_IDS}
+    n_registered = len(gym.registry)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # gymnasium warns when an id is overridden
+        register_envs()
+        register_envs()
+        bacepipe_env.envs.register_envs()
+    assert len(gym.registry) == n_registered
+    for env_id, spec in specs.items():
+        assert gym.spec(env_id) is spec
+        assert gym.spec(env_id).kwargs == ENV_IDS[env_id]
+    env = gym.make("bacepipe_env/GeoPipe-Fig1-v0")
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    assert info["action_mask"].any()
+
+
+def _run_fresh(script: str, cwd) -> dict:
+    """Run ``script`` in a new interpreter in ``cwd`` (not the source tree) and parse the JSON
+    it prints last."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["OMP_NUM_THREADS"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_make_with_module_prefix_in_a_fresh_process(tmp_path):
+    out = _run_fresh(
+        """
+        import json, sys
+        import gymnasium as gym
+        assert "bacepipe_env" not in sys.modules
+        env = gym.make("bacepipe_env:bacepipe_env/GeoPipe-v0")
+        obs, info = env.reset(seed=0)
+        steps, done = 0, False
+        while not done:
+            a = int(info["action_mask"].argmax())
+            obs, r, term, trunc, info = env.step(a)
+            steps += 1
+            done = term or trunc
+        import bacepipe_env
+        print(json.dumps({
+            "file": bacepipe_env.__file__,
+            "contains": bool(env.observation_space.contains(obs)),
+            "terminated": bool(term),
+            "steps": steps,
+            "jct": info["episode_avg_jct_s"],
+        }))
+        """,
+        tmp_path,
+    )
+    assert out["file"] == bacepipe_env.__file__  # the installed package, not a stray copy
+    assert not out["file"].startswith(str(tmp_path))
+    assert out["contains"] and out["terminated"]
+    assert out["steps"] == 8  # the paper scenario's eight jobs, one placement each
+    assert out["jct"] > 0
+
+
+def test_make_vec_sync_in_a_fresh_process(tmp_path):
+    out = _run_fresh(
+        """
+        import json
+        import gymnasium as gym
+        import numpy as np
+        import bacepipe_env  # registers the ids
+        venv = gym.make_vec("bacepipe_env/GeoPipe-v0", num_envs=2, vectorization_mode="sync")
+        obs, infos = venv.reset(seed=[0, 1])
+        rng = np.random.default_rng(0)
+        illegal = 0
+        episodes = 0
+        shapes = [list(infos["action_mask"].shape)]
+        for _ in range(40):
+            masks = infos["action_mask"]
+            actions = np.array([
+                rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks
+            ])
+            obs, rew, term, trunc, infos = venv.step(actions)
+            if "illegal_action" in infos:
+                illegal += int(np.sum(infos["illegal_action"] & infos["_illegal_action"]))
+            episodes += int(np.sum(term | trunc))
+        print(json.dumps({
+            "illegal": illegal,
+            "episodes": episodes,
+            "shapes": shapes,
+            "obs_ok": bool(venv.observation_space.contains(obs)),
+        }))
+        """,
+        tmp_path,
+    )
+    assert out["shapes"] == [[2, 16]]
+    assert out["illegal"] == 0
+    assert out["episodes"] >= 2  # paper episodes are 8 steps: both envs finished some
+    assert out["obs_ok"]
+
+
+def test_flat_and_dict_spaces_agree_in_size():
+    d = GeoPipeEnv("fig1", max_queue=4)
+    f = GeoPipeEnv("fig1", max_queue=4, observation="flat")
+    assert f.observation_space.shape == (gym.spaces.flatdim(d.observation_space),)
+    obs, _ = f.reset(seed=0)
+    assert obs.dtype == np.float32

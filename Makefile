@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine:
-#   make demo   create .venv if missing, install, simulate BACE-Pipe and compare the baselines
+#   make demo   create .venv if missing, install, simulate BACE-Pipe, compare the baselines,
+#               train a learned orderer for a minute and overlay it with the heuristics
 #   make test   create .venv if missing, install, run the test suite
 PYTHON ?= python3
 VENV   ?= .venv
@@ -22,6 +23,15 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(VENV)/bin/bacepipe simulate --scenario paper --seed 0
 	$(VENV)/bin/bacepipe compare --scenario paper --seeds 10 --out out/compare
+	rm -rf out/runs/demo__maskable_ppo__0
+	$(PY) -m train.learn --total-timesteps 20000 --eval-freq 4000 --n-eval 20 \
+		--logdir out/runs --run-name demo__maskable_ppo__0
+	$(PY) -m train.compare --logdir out/runs
+	@echo
+	@echo "TensorBoard (learning curve with the heuristics overlaid):"
+	@echo "  $(VENV)/bin/tensorboard --logdir out/runs"
+	@echo "TensorBoard (the policies of bacepipe compare):"
+	@echo "  $(VENV)/bin/tensorboard --logdir out/compare/tb"
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -31,8 +41,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_env.py
 
 lint: $(STAMP)
-	$(PY) -m ruff check bacepipe_env tests benchmarks
-	$(PY) -m ruff format --check bacepipe_env tests benchmarks
+	$(PY) -m ruff check bacepipe_env agents train tests benchmarks
+	$(PY) -m ruff format --check bacepipe_env agents train tests benchmarks
 
 typecheck: $(STAMP)
 	$(PY) -m mypy

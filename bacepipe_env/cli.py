@@ -269,7 +269,8 @@ def _policies(text: str) -> list[str]:
             "--policies", text, f"give at least one of: {', '.join(policy_names())}"
         )
     for name in names:
-        policy_info(name)
+        if ":" not in name:  # learned models (algo:path) are checked when loaded
+            policy_info(name)
     return names
 
 

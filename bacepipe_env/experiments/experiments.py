@@ -17,7 +17,7 @@ from ..errors import BacepipeError, ValidationError
 from ..policies.registry import policy_info
 from ..scenarios.loader import load_scenario
 from .plots import bar_chart, sweep_chart
-from .runner import RunSummary, expand, run_all
+from .runner import RunSummary, expand, is_learned, load_learned, run_all
 from .summary import PolicyStats, summarise, write_csv, write_json
 from .tensorboard import ScalarWriter
 
@@ -51,7 +51,10 @@ def _check(policies: Sequence[str], seeds: Sequence[int], scenario: str) -> None
     if not policies:
         raise ValidationError("policies", [], "give at least one policy")
     for name in policies:
-        policy_info(name)  # raises with the valid names
+        if is_learned(name):
+            load_learned(name)  # a missing, corrupt or foreign model fails here, in one line
+        else:
+            policy_info(name)  # raises with the valid names
     if len(set(policies)) != len(policies):
         raise ValidationError("policies", list(policies), "a policy is listed twice")
     if not seeds:
@@ -133,10 +136,12 @@ def _write_tensorboard(
     written = []
     for policy in dict.fromkeys(r.spec.policy for r in runs):
         # A re-run replaces this experiment's earlier events instead of doubling every point.
-        for old in (tb_dir / policy).glob(f"events.out.tfevents.*.{name}"):
+        run_dir = tb_dir / _run_name(policy)
+        for old in run_dir.glob(f"events.out.tfevents.*.{name}"):
             old.unlink()
-        with ScalarWriter(tb_dir / policy, suffix=f".{name}") as writer:
-            writer.add_text(f"{name}/policy", f"**{policy}**: {policy_info(policy).description}")
+        with ScalarWriter(run_dir, suffix=f".{name}") as writer:
+            about = "learned model" if is_learned(policy) else policy_info(policy).description
+            writer.add_text(f"{name}/policy", f"**{policy}**: {about}")
             for r in sorted(
                 (r for r in runs if r.spec.policy == policy), key=lambda r: r.spec.seed
             ):
@@ -149,6 +154,15 @@ def _write_tensorboard(
                 )
             written.append(writer.path)
     return written
+
+
+def _run_name(policy: str) -> str:
+    """A TensorBoard run folder for a policy; ``ppo:runs/x/model.zip`` -> ``ppo-runs-x-model``."""
+    if not is_learned(policy):
+        return policy
+    algo, path = policy.split(":", 1)
+    stem = Path(path).with_suffix("").as_posix().strip("/").replace("/", "-")
+    return f"{algo}-{stem}"
 
 
 def run_sweep(

@@ -9,11 +9,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.units import hours
+from ..errors import BacepipeError
 from ..policies.registry import make_policy
 from ..scenarios.loader import load_scenario
 from .progress import Progress
 
-__all__ = ["RunSpec", "RunSummary", "default_workers", "expand", "run_all", "run_one"]
+__all__ = [
+    "RunSpec",
+    "RunSummary",
+    "default_workers",
+    "expand",
+    "is_learned",
+    "load_learned",
+    "run_all",
+    "run_one",
+]
 
 
 @dataclass(frozen=True)
@@ -52,10 +62,47 @@ class RunSummary:
         }
 
 
+def is_learned(policy: str) -> bool:
+    """``algo:path`` names a saved model (``ppo:runs/x/model.zip``), not a registered policy."""
+    return ":" in policy
+
+
+def load_learned(policy: str) -> Any:
+    """Load a saved model as an agent through the ``agents`` package (the ``train`` extra)."""
+    try:
+        from agents import load_agent
+    except ImportError:
+        raise BacepipeError(
+            f"{policy}: learned policies need the agents package and the train extra "
+            "(pip install -e '.[train]' from a checkout)"
+        ) from None
+    return load_agent(policy)
+
+
+def _run_learned(spec: RunSpec, scenario: Any) -> Any:
+    from agents import layout_kwargs
+
+    from ..envs.agents import run_episode
+    from ..envs.geopipe import GeoPipeEnv
+
+    agent = load_learned(spec.policy)
+    env = GeoPipeEnv(scenario, **layout_kwargs(agent.env_kwargs))
+    agent.check_env(env)
+    run_episode(env, agent, spec.seed)
+    assert env.sim is not None
+    return env.sim.result(spec.policy)
+
+
 def run_one(spec: RunSpec) -> RunSummary:
-    """Load the scenario with the spec's knobs and seed, simulate the policy, summarise."""
+    """Load the scenario with the spec's knobs and seed, simulate the policy, summarise.
+
+    A learned policy (``algo:path``) plays the scenario through :class:`GeoPipeEnv` with the
+    observation layout and placement it was trained with."""
     scenario = load_scenario(spec.scenario, seed=spec.seed, **dict(spec.knobs))
-    result = make_policy(spec.policy, seed=spec.seed).simulate(scenario)
+    if is_learned(spec.policy):
+        result = _run_learned(spec, scenario)
+    else:
+        result = make_policy(spec.policy, seed=spec.seed).simulate(scenario)
     return RunSummary(
         spec,
         hours(result.avg_jct),
@@ -79,7 +126,8 @@ def run_all(
 ) -> list[RunSummary]:
     """Run every spec; results come back in the order of ``specs`` whatever ``workers`` is.
 
-    With ``workers > 1`` runs are spread over that many processes in chunks. ``progress``
+    With ``workers > 1`` runs are spread over that many processes in chunks (not when a learned
+    policy is among them: those run here). ``progress``
     forces the progress bar on or off (default: on when stderr is a terminal).
     """
     bar = Progress(len(specs), "runs", label, force=progress is True)
@@ -87,7 +135,9 @@ def run_all(
         bar.enabled = False
     results: list[RunSummary] = []
     with bar:
-        if workers <= 1 or len(specs) < 2:
+        # A learned policy means torch: its thread pools do not survive a fork, so those
+        # runs stay in this process (inference is cheap next to the simulation).
+        if workers <= 1 or len(specs) < 2 or any(is_learned(s.policy) for s in specs):
             for spec in specs:
                 results.append(run_one(spec))
                 bar.update()

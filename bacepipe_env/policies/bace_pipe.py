@@ -3,15 +3,51 @@ Cost-Min Allocator (Alg. 2), composed from :mod:`bacepipe_env.scheduling`."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from ..core.perf import JobProfile
 from ..core.placement import Placement
 from ..core.simulator import SchedulerView
 from ..scheduling.pathfinder import _pathfinder
 from ..scheduling.priority import _priority_scores
 from .base import Policy
 
-__all__ = ["PathfinderPlacement", "PriorityOrdering", "bace_pipe"]
+__all__ = [
+    "PathfinderPlacement",
+    "PriorityOrdering",
+    "bace_pipe",
+    "placement_inputs",
+    "to_placement",
+]
+
+
+def placement_inputs(
+    view: SchedulerView, prof: JobProfile
+) -> tuple[
+    tuple[int, ...],
+    tuple[float, ...],
+    tuple[tuple[float, ...], ...],
+    int,
+    float,
+    Callable[[int], float],
+]:
+    """What every placement rule reads: free GPUs, prices, residual bandwidth, K*, the
+    activation size and the job's ``t_comp`` (the arguments of :func:`pathfinder`)."""
+    return (
+        view.free_gpus,
+        view.cluster.prices,
+        view.residual_rows,
+        prof.k_star,
+        prof.activation_bytes,
+        prof.t_comp,
+    )
+
+
+def to_placement(path: list[int], alloc: dict[int, int]) -> Placement | None:
+    """A rule's ``(path, allocation)`` as a Placement; None for the empty answer."""
+    if not path:
+        return None
+    return Placement(tuple(path), tuple(alloc[r] for r in path))
 
 
 class PriorityOrdering:
@@ -53,19 +89,8 @@ class PathfinderPlacement:
 
     def place(self, view: SchedulerView, job_id: int) -> Placement | None:
         """Pathfinder's path and Cost-Min's GPUs; ``None`` when no GPU is free."""
-        prof = view.profile(job_id)
-        path, alloc = _pathfinder(
-            view.free_gpus,
-            view.cluster.prices,
-            view.residual_rows,
-            prof.k_star,
-            prof.activation_bytes,
-            prof.t_comp,
-            self.partial_take,
-        )
-        if not path:
-            return None
-        return Placement(tuple(path), tuple(alloc[r] for r in path))
+        path, alloc = _pathfinder(*placement_inputs(view, view.profile(job_id)), self.partial_take)
+        return to_placement(path, alloc)
 
 
 def bace_pipe(partial_take: bool = False) -> Policy:

@@ -18,6 +18,7 @@ from ..scheduling.baselines import (
     _ldf,
 )
 from ..scheduling.pathfinder import _cost_min_allocate, _pathfinder
+from .bace_pipe import placement_inputs, to_placement
 
 __all__ = ["PLACEMENT_RULES", "RandomOrdering", "RulePlacement", "SJFOrdering"]
 
@@ -33,22 +34,14 @@ def _ldf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[in
 
 
 def _cr_lcf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
-    return _cr_lcf(
-        view.free_gpus,
-        view.cluster.prices,
-        view.residual_rows,
-        prof.k_star,
-        prof.activation_bytes,
-        prof.t_comp,
-    )
+    return _cr_lcf(*placement_inputs(view, prof))
 
 
 def _cr_ldf_then(allocate: Callable[..., dict[int, int]]) -> Rule:
     def rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
-        free, price = view.free_gpus, view.cluster.prices
-        path, g = _cr_ldf_path(
-            free, price, view.residual_rows, prof.k_star, prof.activation_bytes, prof.t_comp
-        )
+        inputs = placement_inputs(view, prof)
+        path, g = _cr_ldf_path(*inputs)
+        free, price = inputs[0], inputs[1]
         return (path, allocate(path, g, free, price)) if path else ([], {})
 
     return rule
@@ -57,16 +50,7 @@ def _cr_ldf_then(allocate: Callable[..., dict[int, int]]) -> Rule:
 def _pathfinder_even_rule(
     view: SchedulerView, prof: JobProfile
 ) -> tuple[list[int], dict[int, int]]:
-    return _pathfinder(
-        view.free_gpus,
-        view.cluster.prices,
-        view.residual_rows,
-        prof.k_star,
-        prof.activation_bytes,
-        prof.t_comp,
-        False,
-        _even_allocate,
-    )
+    return _pathfinder(*placement_inputs(view, prof), False, _even_allocate)
 
 
 #: Placement rule name -> rule. "cr-ldf+cost-min" is the w/o Pathfinder ablation's placement,
@@ -95,10 +79,7 @@ class RulePlacement:
 
     def place(self, view: SchedulerView, job_id: int) -> Placement | None:
         """The rule's path and allocation on the free GPUs and residual bandwidth."""
-        path, alloc = self._rule(view, view.profile(job_id))
-        if not path:
-            return None
-        return Placement(tuple(path), tuple(alloc[r] for r in path))
+        return to_placement(*self._rule(view, view.profile(job_id)))
 
 
 class SJFOrdering:

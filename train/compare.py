@@ -79,7 +79,16 @@ def compare(
         key = (env_id, json.dumps({}), tuple(seeds or range(1_000_000, 1_000_010)))
         groups.setdefault(key, {"runs": [], "steps": {0}})
     rows = []
+    tags = [_env_tag(gid) for gid, _, _ in groups]
     for (gid, kw_json, eval_seeds), group in groups.items():
+        # Runs of one environment with different settings or held-out sets get their own
+        # heuristic runs, named apart, instead of overwriting each other.
+        env_tag = _env_tag(gid)
+        if tags.count(env_tag) > 1:
+            env_tag += f"__eval{eval_seeds[0]}x{len(eval_seeds)}"
+            same = [k for k in groups if _env_tag(k[0]) == _env_tag(gid) and k[2] == eval_seeds]
+            if len(same) > 1:
+                env_tag += f"__settings{same.index((gid, kw_json, eval_seeds))}"
         env_kwargs = json.loads(kw_json)
         steps = sorted(group["steps"]) or [0]
         for policy in policies:
@@ -92,7 +101,7 @@ def compare(
                 "total_cost_usd": [r.total_cost_usd for r in results],
                 "return": [r.episode_return for r in results],
             }
-            run = logdir / f"heuristic__{policy}__{_env_tag(gid)}"
+            run = logdir / f"heuristic__{policy}__{env_tag}"
             for old in run.glob("events.out.tfevents.*"):
                 old.unlink()
             with ScalarWriter(run) as writer:

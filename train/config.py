@@ -90,9 +90,10 @@ class TrainConfig:
 
 
 def _load_file(path: str) -> dict[str, Any]:
+    """Settings from a JSON/TOML file (or a run's config.json); ValueError says why not."""
     p = Path(path)
     if not p.is_file():
-        raise SystemExit(f"train: error: --config {path}: no such file")
+        raise ValueError("no such file")
     try:
         if p.suffix == ".toml":
             import tomllib
@@ -101,9 +102,9 @@ def _load_file(path: str) -> dict[str, Any]:
         else:
             data = json.loads(p.read_text())
     except Exception as err:
-        raise SystemExit(f"train: error: --config {path}: {err}") from None
+        raise ValueError(str(err).splitlines()[0] if str(err) else type(err).__name__) from None
     if not isinstance(data, dict):
-        raise SystemExit(f"train: error: --config {path}: the top level must be a table")
+        raise ValueError("the top level must be a table")
     if isinstance(data.get("train"), dict):  # a run's own config.json: repeat that run
         data = dict(data["train"])
         data.pop("run_name", None)  # a fresh folder, unless --run-name says otherwise
@@ -154,10 +155,12 @@ def parse_config(
         if not saved.is_file():
             parser.exit(2, f"{parser.prog}: error: --resume {resume}: no config.json there\n")
         values.update(json.loads(saved.read_text())["train"])
-    if args.get("config"):
-        values.update(_load_file(args.pop("config")))
-    else:
-        args.pop("config", None)
+    config_path = args.pop("config", None)
+    if config_path:
+        try:
+            values.update(_load_file(config_path))
+        except ValueError as err:
+            parser.exit(2, f"{parser.prog}: error: --config {config_path}: {err}\n")
     values.update(args)
     known = {f.name for f in dataclasses.fields(TrainConfig)}
     unknown = sorted(set(values) - known)

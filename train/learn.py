@@ -21,6 +21,7 @@ import json
 import platform
 import sys
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,8 @@ class HeldOutEval(BaseCallback):
         )
         if self.num_timesteps == 0:
             self.evaluate()
+        else:  # resumed: keep the schedule of an uninterrupted run
+            self.last_eval = _last_eval_step(self.run_dir / "eval.csv", self.num_timesteps)
 
     def _on_step(self) -> bool:
         if self.num_timesteps - max(self.last_eval, 0) >= self.cfg.eval_freq:
@@ -116,6 +119,15 @@ class HeldOutEval(BaseCallback):
             writer.writerow(row)
         self.last_eval = self.num_timesteps
         return row
+
+
+def _last_eval_step(path: Path, default: int) -> int:
+    """The step of the last row of an eval.csv (``default`` without one)."""
+    if not path.is_file():
+        return default
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    return int(float(rows[-1]["step"])) if rows else default
 
 
 class ProgressBar(BaseCallback):
@@ -171,14 +183,40 @@ def _build_model(cfg: TrainConfig, venv: Any) -> Any:
     )
 
 
+def _saved_steps(path: Path) -> int:
+    """The timestep count stored in an SB3 model file (-1 if unreadable)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return int(json.loads(zf.read("data")).get("num_timesteps", -1))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return -1
+
+
 def _latest_checkpoint(run_dir: Path) -> Path | None:
-    ckpts = sorted(
-        (run_dir / "checkpoints").glob("model_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1])
-    )
-    if ckpts:
-        return ckpts[-1]
-    final = run_dir / "model.zip"
-    return final if final.is_file() else None
+    """The saved model with the most timesteps: a checkpoint, or the final model when it is
+    further along (ties go to the checkpoint)."""
+    candidates = [*(run_dir / "checkpoints").glob("model_*_steps.zip"), run_dir / "model.zip"]
+    existing = [p for p in candidates if p.is_file()]
+    if not existing:
+        return None
+    return max(existing, key=lambda p: (_saved_steps(p), p.name != "model.zip"))
+
+
+def _merge_progress(path: Path, earlier: list[dict[str, str]]) -> None:
+    """SB3's CSV logger starts progress.csv afresh; put a resumed run's earlier rows back."""
+    if not earlier:
+        return
+    later: list[dict[str, str]] = []
+    if path.is_file():
+        with open(path, newline="") as fh:
+            later = list(csv.DictReader(fh))
+    columns: list[str] = []
+    for row in (*earlier, *later):
+        columns += [c for c in row if c not in columns]
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows([*earlier, *later])
 
 
 def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, float]]]:
@@ -189,6 +227,13 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
         Path(resume) if resume else Path(cfg.logdir) / (cfg.run_name or cfg.default_run_name())
     )
     run_dir.mkdir(parents=True, exist_ok=True)
+    wall_before, earlier_progress = 0.0, []
+    if resume:
+        if (run_dir / "config.json").is_file():
+            wall_before = json.loads((run_dir / "config.json").read_text()).get("wall_time_s", 0.0)
+        if (run_dir / "progress.csv").is_file():
+            with open(run_dir / "progress.csv", newline="") as fh:
+                earlier_progress = list(csv.DictReader(fh))
     (run_dir / "config.json").write_text(
         json.dumps(
             {
@@ -246,9 +291,11 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
     wall = time.perf_counter() - start
     model.save(str(run_dir / "model.zip"))
     venv.close()
+    model.logger.close()
+    _merge_progress(run_dir / "progress.csv", earlier_progress)
     with open(run_dir / "config.json") as fh:
         saved = json.load(fh)
-    saved["wall_time_s"] = saved.get("wall_time_s", 0.0) + wall
+    saved["wall_time_s"] = wall_before + wall
     (run_dir / "config.json").write_text(json.dumps(saved, indent=2) + "\n")
     return run_dir, evaluator.history
 

@@ -21,7 +21,6 @@ from test_train_run import (
     run,
     run_many,
     text_summary,
-    tiny_run_dir,
 )
 
 torch = pytest.importorskip("torch")
@@ -29,16 +28,6 @@ torch = pytest.importorskip("torch")
 from bacepipe_env.envs.agents import evaluate, make_agent  # noqa: E402
 
 POLICIES = ("bace-pipe", "lcf")
-
-
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    return tiny_run_dir(tmp_path_factory)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")

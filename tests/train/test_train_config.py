@@ -17,22 +17,11 @@ from test_train_run import (
     accumulator,
     read_eval_csv,
     run_many,
-    tiny_run_dir,
 )
 
 torch = pytest.importorskip("torch")
 
 from train.config import TrainConfig, parse_config  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    return tiny_run_dir(tmp_path_factory)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
 
 
 def _write(path: Path, text: str) -> Path:

@@ -17,22 +17,11 @@ from test_train_run import (
     TinyRun,
     one_line_error,
     run_many,
-    tiny_run_dir,
 )
 
 torch = pytest.importorskip("torch")
 
 from agents import AgentLoadError, load_agent  # noqa: E402
-
-
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    return tiny_run_dir(tmp_path_factory)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
 
 
 def _bad_files(folder: Path) -> dict[str, Path]:

@@ -48,11 +48,6 @@ ILLEGAL_NOTE = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
-
-
 @pytest.fixture(scope="module")
 def flat_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     logdir = tmp_path_factory.mktemp("flat_runs")

@@ -169,16 +169,6 @@ def text_summary(acc: EventAccumulator, tag: str) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    return tiny_run_dir(tmp_path_factory)
-
-
-@pytest.fixture(autouse=True)
-def _one_thread() -> None:
-    torch.set_num_threads(1)
-
-
 # --------------------------------------------------------------------------- the run folder
 
 

@@ -14,17 +14,12 @@ import urllib.request
 from typing import Any
 
 import pytest
-from test_train_run import EVAL_TAGS, ROOT, TinyRun, f32, sub_env, tiny_run_dir
+from test_train_run import EVAL_TAGS, ROOT, TinyRun, f32, sub_env
 
 pytest.importorskip("tensorboard")
 
 STARTUP_S = 40  # bound on waiting for the server to list the run
 REQUEST_S = 3
-
-
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory: pytest.TempPathFactory) -> TinyRun:
-    return tiny_run_dir(tmp_path_factory)
 
 
 def _free_port() -> int:

@@ -327,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{name:{width}s}  {load_scenario(name).description}")
             return 0
         if args.command == "policies":
-            for name in policy_names():
+            for name in policy_names(include_oracles=True):
                 print(f"{name:14s} {policy_info(name).description}")
             return 0
         if args.command in ("compare", "sweep", "ablation"):

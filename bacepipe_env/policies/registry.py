@@ -13,6 +13,7 @@ from ..errors import ValidationError
 from .bace_pipe import PathfinderPlacement, PriorityOrdering
 from .base import FCFSOrdering, Policy
 from .baselines import RandomOrdering, RulePlacement, SJFOrdering
+from .oracle import OraclePolicy, StaticOrdering
 
 __all__ = [
     "PolicyInfo",
@@ -31,6 +32,7 @@ class PolicyInfo:
     name: str
     description: str
     factory: Callable[[int], Policy]
+    oracle: bool = False  # sees what a scheduler cannot (future arrivals); not in "all"
 
 
 def _pair(
@@ -100,13 +102,19 @@ _ENTRIES = [
         "Random order (seeded) + BACE-Pipe placement",
         _pair("random", lambda s: RandomOrdering(s), PathfinderPlacement),
     ),
+    PolicyInfo(
+        "oracle",
+        "Oracle: the best static job order (sees future arrivals; at most 8 jobs, ~10 s)",
+        lambda s: OraclePolicy("oracle", StaticOrdering(()), PathfinderPlacement()),
+        oracle=True,
+    ),
 ]
 _BY_NAME = {e.name: e for e in _ENTRIES}
 
 
-def policy_names() -> list[str]:
-    """All registered policy names, in display order."""
-    return [e.name for e in _ENTRIES]
+def policy_names(include_oracles: bool = False) -> list[str]:
+    """Registered policy names in display order; oracles only when asked for."""
+    return [e.name for e in _ENTRIES if include_oracles or not e.oracle]
 
 
 def baseline_names() -> list[str]:
@@ -125,7 +133,9 @@ def policy_info(name: str) -> PolicyInfo:
         return _BY_NAME[name]
     except KeyError:
         raise ValidationError(
-            "policy", name, f"unknown policy; choose from: {', '.join(policy_names())}"
+            "policy",
+            name,
+            f"unknown policy; choose from: {', '.join(policy_names(include_oracles=True))}",
         ) from None
 
 

@@ -7,7 +7,6 @@ hops inside each region and one cross-region hop between consecutive path region
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -99,8 +98,8 @@ class ProfileCache:
             return prof
         if prof.job is job:
             return prof
-        out = copy.copy(prof)  # a frozen dataclass: swap the job in without re-validating
-        object.__setattr__(out, "job", job)
+        out = object.__new__(JobProfile)  # a frozen dataclass: copy it with the job swapped
+        out.__dict__.update(prof.__dict__, job=job)
         return out
 
     def __len__(self) -> int:

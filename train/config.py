@@ -89,6 +89,36 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+_HELP = {
+    "algo": "maskable_ppo (Dict observation, masks), ppo or dqn (flat observation)",
+    "env_id": "registered environment id",
+    "env_kwargs": "GeoPipeEnv overrides as JSON, e.g. '{\"max_queue\": 8}'",
+    "total_timesteps": "environment steps to train for",
+    "n_envs": "SubprocVecEnv worker processes (1: in-process)",
+    "seed": "seed of the learner and of the training environments (seed + rank)",
+    "learning_rate": "optimizer step size",
+    "n_steps": "PPO rollout length per environment",
+    "batch_size": "minibatch size",
+    "n_epochs": "PPO epochs per rollout",
+    "gamma": "discount; 1.0 makes the return exactly the objective",
+    "gae_lambda": "PPO GAE lambda",
+    "ent_coef": "PPO entropy bonus",
+    "net_arch": "hidden layer sizes, comma-separated",
+    "buffer_size": "DQN replay buffer size",
+    "learning_starts": "DQN steps before learning starts",
+    "exploration_fraction": "DQN share of training with decaying epsilon",
+    "target_update_interval": "DQN target network update interval (steps)",
+    "eval_freq": "environment steps between held-out evaluations",
+    "n_eval": "held-out episodes per evaluation",
+    "eval_seed": "first held-out reset seed",
+    "checkpoint_freq": "environment steps between checkpoints",
+    "logdir": "parent folder of the run",
+    "run_name": "run folder name (default {scenario}__{algo}__{seed}__{time})",
+    "torch_threads": "torch.set_num_threads",
+    "progress": "draw a progress bar on a terminal",
+}
+
+
 def _load_file(path: str) -> dict[str, Any]:
     """Settings from a JSON/TOML file (or a run's config.json); ValueError says why not."""
     p = Path(path)
@@ -143,7 +173,13 @@ def parse_config(
     hints = get_type_hints(TrainConfig)
     for f in dataclasses.fields(TrainConfig):
         conv, extra = _flag_type(hints[f.name])
-        kwargs: dict[str, Any] = {"default": argparse.SUPPRESS, "dest": f.name, **extra}
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        kwargs: dict[str, Any] = {
+            "default": argparse.SUPPRESS,
+            "dest": f.name,
+            "help": f"{_HELP.get(f.name, '')} (default: {default!r})",
+            **extra,
+        }
         if conv is not None:
             kwargs["type"] = conv
         parser.add_argument(f"--{f.name.replace('_', '-')}", **kwargs)

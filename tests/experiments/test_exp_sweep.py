@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import statistics
 from pathlib import Path
-from typing import Any
 
 import pytest
+from test_exp_compare import direct, read_csv
 
 from bacepipe_env.errors import ValidationError
 from bacepipe_env.experiments import SWEEPS, ExperimentOutcome, run_sweep
-from bacepipe_env.policies.registry import make_policy
-from bacepipe_env.scenarios.loader import load_scenario
 
 POLICIES = ["bace-pipe", "ldf"]
 SEEDS = [0, 1]
@@ -26,21 +23,6 @@ CASES = {
     "jobs": ("n_jobs", [8, 12], int),
     "bandwidth": ("bandwidth_scale", [0.3, 1.5], float),
 }
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def direct(policy: str, seed: int, **knobs: Any) -> dict[str, float]:
-    result = make_policy(policy, seed=seed).simulate(load_scenario("paper", seed=seed, **knobs))
-    return {
-        "avg_jct_h": result.avg_jct / 3600.0,
-        "total_cost_usd": result.total_cost,
-        "makespan_h": result.makespan / 3600.0,
-        "gpu_utilization": result.gpu_utilization,
-    }
 
 
 @pytest.fixture(scope="module", params=list(CASES))

@@ -5,7 +5,7 @@ arXiv 2605.25375).
 The core (``bacepipe_env.core``, ``bacepipe_env.scheduling``, ``bacepipe_env.policies``,
 ``bacepipe_env.scenarios``, ``bacepipe_env.experiments``) imports neither gymnasium nor
 torch; ``bacepipe_env.envs`` is the Gymnasium adapter. Importing the package registers the
-environment ids (``bacepipe_env/GeoPipe-v0`` and variants) with Gymnasium.
+environment ids (``bacepipe_env/GeoPipe-v1`` and variants) with Gymnasium.
 """
 
 from .core import (

@@ -19,7 +19,14 @@ from .errors import BacepipeError, ValidationError
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
 from .experiments.runner import default_workers
 from .policies import bace_pipe
-from .policies.registry import ablation_names, baseline_names, policy_info, policy_names
+from .core.admission import ADMISSION_RULES
+from .policies.registry import (
+    ablation_names,
+    baseline_names,
+    make_policy,
+    policy_info,
+    policy_names,
+)
 from .scenarios import list_scenarios, load_scenario
 
 __all__ = ["format_run", "main"]
@@ -63,7 +70,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sim = sub.add_parser("simulate", help="run BACE-Pipe on a scenario and print every job")
+    def world(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--admission",
+            default=None,
+            metavar="RULE",
+            help=f"when an offered placement starts: {', '.join(ADMISSION_RULES)} "
+            "(default: the scenario's, greedy)",
+        )
+        p.add_argument(
+            "--ignore-memory",
+            action="store_true",
+            help="the paper's literal semantics: start jobs on placements that do not fit in "
+            "GPU memory",
+        )
+
+    sim = sub.add_parser("simulate", help="run a policy (BACE-Pipe) on a scenario, print every job")
     sim.add_argument(
         "--scenario",
         required=True,
@@ -98,10 +120,17 @@ def _parser() -> argparse.ArgumentParser:
         help="number of jobs (default: the scenario's)",
     )
     sim.add_argument(
+        "--policy",
+        default="bace-pipe",
+        metavar="NAME",
+        help="a registered policy (bacepipe policies; default bace-pipe)",
+    )
+    sim.add_argument(
         "--partial-take",
         action="store_true",
-        help="let Pathfinder take part of a region's free GPUs (not in the paper)",
+        help="BACE-Pipe with Pathfinder taking part of a region's free GPUs (not in the paper)",
     )
+    world(sim)
     sim.add_argument(
         "--json",
         metavar="OUT",
@@ -145,6 +174,7 @@ def _parser() -> argparse.ArgumentParser:
             metavar="N",
             help="worker processes (default: up to 2 cores)",
         )
+        world(p)
         return p
 
     experiment(
@@ -172,13 +202,26 @@ def _parser() -> argparse.ArgumentParser:
 
 def format_run(result: RunResult, names: Sequence[str]) -> str:
     """The per-job table and the totals, in hours and dollars."""
-    head = ("job", "model", "dataset", "K*", "GPUs", "path", "wait h", "exec h", "JCT h", "cost $")
+    head = (
+        "job",
+        "model",
+        "dataset",
+        "K*",
+        "floor",
+        "GPUs",
+        "path",
+        "wait h",
+        "exec h",
+        "JCT h",
+        "cost $",
+    )
     rows = [
         (
             r.name,
             r.model,
             r.dataset,
             str(r.k_star),
+            str(r.memory_floor),
             str(r.n_gpus),
             r.placement.describe(names),
             f"{hours(r.wait):.2f}",
@@ -189,7 +232,7 @@ def format_run(result: RunResult, names: Sequence[str]) -> str:
         for r in result.records
     ]
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
-    numeric = {3, 4, 6, 7, 8, 9}
+    numeric = {3, 4, 5, 7, 8, 9, 10}
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(
@@ -200,7 +243,11 @@ def format_run(result: RunResult, names: Sequence[str]) -> str:
     out = [line(head), line(["-" * w for w in widths])]
     out += [line(row) for row in rows]
     out.append("")
-    out.append(f"scenario {result.scenario}, policy {result.policy}, {len(rows)} jobs")
+    memory = "memory ignored" if result.ignore_memory else "memory checked"
+    out.append(
+        f"scenario {result.scenario}, policy {result.policy}, {len(rows)} jobs, "
+        f"{result.admission} admission, {memory}"
+    )
     out.append(f"  average JCT      {hours(result.avg_jct):12.2f} h")
     out.append(f"  total cost       {result.total_cost:12,.2f} $")
     out.append(f"  makespan         {hours(result.makespan):12.2f} h")
@@ -208,15 +255,37 @@ def format_run(result: RunResult, names: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+def _world(args: argparse.Namespace) -> dict[str, Any]:
+    """The --admission / --ignore-memory knobs as load_scenario keywords (unset ones left out,
+    so that the scenario file's own fields apply)."""
+    knobs: dict[str, Any] = {}
+    if args.admission is not None:
+        if args.admission not in ADMISSION_RULES:
+            raise ValidationError(
+                "--admission", args.admission, f"choose from: {', '.join(ADMISSION_RULES)}"
+            )
+        knobs["admission"] = args.admission
+    if args.ignore_memory:
+        knobs["ignore_memory"] = True
+    return knobs
+
+
 def _simulate(args: argparse.Namespace) -> int:
+    knobs = _world(args)
+    if args.partial_take and args.policy != "bace-pipe":
+        raise ValidationError("--partial-take", args.policy, "applies to --policy bace-pipe only")
+    policy = (
+        bace_pipe(partial_take=True) if args.partial_take else make_policy(args.policy, seed=args.seed)
+    )
     scenario = load_scenario(
         args.scenario,
         seed=args.seed,
         bandwidth_scale=args.bandwidth_scale,
         gpu_scale=args.gpu_scale,
         n_jobs=args.jobs,
+        **knobs,
     )
-    result = bace_pipe(partial_take=args.partial_take).simulate(scenario)
+    result = policy.simulate(scenario)
     names = scenario.cluster.names
     if args.json != "-":
         print(format_run(result, names))
@@ -275,6 +344,7 @@ def _policies(text: str) -> list[str]:
 
 
 def _experiment(args: argparse.Namespace) -> int:
+    knobs = _world(args)
     seeds = parse_seeds(args.seeds)
     policies = _policies(args.policies)
     workers = args.workers or default_workers()
@@ -283,7 +353,14 @@ def _experiment(args: argparse.Namespace) -> int:
     if args.command in ("compare", "ablation"):
         title = None if args.command == "compare" else f"ablation: {args.scenario}"
         outcome = run_compare(
-            args.scenario, policies, seeds, out, name=args.command, title=title, workers=workers
+            args.scenario,
+            policies,
+            seeds,
+            out,
+            name=args.command,
+            title=title,
+            knobs=knobs,
+            workers=workers,
         )
         print(format_table(outcome.stats[None], outcome.reference))
         outcomes.append(outcome)
@@ -299,7 +376,14 @@ def _experiment(args: argparse.Namespace) -> int:
                 raise ValidationError("--values", args.values, "must be numbers") from None
         for kind in kinds:
             outcome = run_sweep(
-                kind, args.scenario, policies, seeds, out, values=values, workers=workers
+                kind,
+                args.scenario,
+                policies,
+                seeds,
+                out,
+                values=values,
+                knobs=knobs,
+                workers=workers,
             )
             knob = SWEEPS[kind][0]
             for value, stats in outcome.stats.items():

@@ -49,9 +49,9 @@ def main() -> None:
         f"random masked actions, {args.repeats} x {args.seconds:g} s"
     )
     for env_id in (
-        "bacepipe_env/GeoPipe-v0",
-        "bacepipe_env/GeoPipe-Random-v0",
-        "bacepipe_env/GeoPipe-Fig1-v0",
+        "bacepipe_env/GeoPipe-v1",
+        "bacepipe_env/GeoPipe-Random-v1",
+        "bacepipe_env/GeoPipe-Fig1-v1",
     ):
         for preview in (True, False):
             rates = [

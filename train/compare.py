@@ -58,7 +58,7 @@ def _eval_steps(run_dir: Path) -> list[int]:
 
 
 def _env_tag(env_id: str) -> str:
-    return env_id.split("/")[-1].removesuffix("-v0").lower()
+    return env_id.split("/")[-1].removesuffix("-v1").lower()
 
 
 def compare(

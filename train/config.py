@@ -19,10 +19,10 @@ __all__ = ["TrainConfig", "parse_config"]
 @dataclass
 class TrainConfig:
     """Everything a training run depends on. Defaults suit a few-minute MaskablePPO run on
-    GeoPipe-v0 on two CPU cores."""
+    GeoPipe-v1 on two CPU cores."""
 
     algo: str = "maskable_ppo"  # maskable_ppo | ppo | dqn
-    env_id: str = "bacepipe_env/GeoPipe-v0"
+    env_id: str = "bacepipe_env/GeoPipe-v1"
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # GeoPipeEnv overrides
     total_timesteps: int = 20_000
     n_envs: int = 2  # SubprocVecEnv workers (1: in-process)
@@ -81,7 +81,7 @@ class TrainConfig:
 
     def default_run_name(self) -> str:
         """``{scenario}__{algo}__{seed}__{time}`` (CleanRL style)."""
-        scenario = self.env_id.split("/")[-1].removesuffix("-v0").lower()
+        scenario = self.env_id.split("/")[-1].removesuffix("-v1").lower()
         return f"{scenario}__{self.algo}__{self.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
 
     def to_json(self) -> dict[str, Any]:

@@ -11,20 +11,22 @@ from ..errors import ScenarioError
 from .network import offdiag_sum
 from .validate import require_float, require_int, require_square_matrix, require_str
 
-__all__ = ["DEFAULT_POWER_KW", "Cluster", "Region"]
+__all__ = ["DEFAULT_GPU_MEMORY_BYTES", "DEFAULT_POWER_KW", "Cluster", "Region"]
 
 DEFAULT_POWER_KW = 0.3  # one A6000's board power (SPEC section 2)
+DEFAULT_GPU_MEMORY_BYTES = 48e9  # one A6000's 48 GB (SPEC section 3a)
 
 
 @dataclass(frozen=True)
 class Region:
     """One cloud region: ``gpus`` GPUs at ``price`` $/kWh, ``intra_bandwidth`` bytes/s between
-    two pipeline stages inside it."""
+    two pipeline stages inside it, and ``gpu_memory`` bytes on each GPU."""
 
     name: str
     gpus: int
     price: float  # $/kWh
     intra_bandwidth: float  # bytes/s
+    gpu_memory: float = DEFAULT_GPU_MEMORY_BYTES  # bytes per GPU
 
     def __post_init__(self) -> None:
         require_str("region.name", self.name)
@@ -35,6 +37,11 @@ class Region:
             self,
             "intra_bandwidth",
             require_float(f"{where}.intra_bandwidth", self.intra_bandwidth, positive=True),
+        )
+        object.__setattr__(
+            self,
+            "gpu_memory",
+            require_float(f"{where}.gpu_memory", self.gpu_memory, positive=True),
         )
 
 
@@ -75,6 +82,7 @@ class Cluster:
         object.__setattr__(self, "_names", tuple(r.name for r in regions))
         object.__setattr__(self, "_capacity", tuple(r.gpus for r in regions))
         object.__setattr__(self, "_prices", tuple(r.price for r in regions))
+        object.__setattr__(self, "_gpu_memory", tuple(r.gpu_memory for r in regions))
         rows = tuple(tuple(row) for row in self.bandwidth.tolist())
         object.__setattr__(self, "_bandwidth_rows", rows)
         object.__setattr__(self, "_link_capacity", offdiag_sum(rows))
@@ -98,6 +106,11 @@ class Cluster:
     def prices(self) -> tuple[float, ...]:
         """Electricity price ``P_r`` ($/kWh) per region."""
         return self._prices  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def gpu_memory(self) -> tuple[float, ...]:
+        """Memory of one GPU (bytes) per region."""
+        return self._gpu_memory  # type: ignore[attr-defined, no-any-return]
 
     @property
     def bandwidth_rows(self) -> tuple[tuple[float, ...], ...]:

@@ -36,7 +36,9 @@ class TrainingConstants:
     """The per-job constants of the performance model (SPEC section 3); all are scenario knobs.
 
     Defaults: sequence length 2048, micro-batch 1, A6000 dense bf16 peak 154.8 TFLOP/s, model
-    FLOP utilisation 0.4, zero per-stage overhead, 2-byte (fp16) activations.
+    FLOP utilisation 0.4, zero per-stage overhead, 2-byte (fp16) activations. The memory model
+    (SPEC section 3a, :mod:`bacepipe_env.core.memory`) uses 16 bytes of training state per
+    parameter and 34 bytes per token per hidden unit for one layer's working activations.
     """
 
     seq_len: int = 2048  # S, tokens
@@ -45,6 +47,8 @@ class TrainingConstants:
     mfu: float = 0.4
     stage_overhead: float = 0.0  # c0, seconds per stage per micro-batch
     bytes_per_value: int = 2  # fp16 activations and gradients
+    bytes_per_param: float = 16.0  # bf16 weights + grads, fp32 master weights + Adam m, v
+    layer_activation_factor: float = 34.0  # bytes per token per hidden unit, one layer
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -65,6 +69,18 @@ class TrainingConstants:
             self,
             "bytes_per_value",
             require_int("constants.bytes_per_value", self.bytes_per_value, minimum=1),
+        )
+        set_(
+            self,
+            "bytes_per_param",
+            require_float("constants.bytes_per_param", self.bytes_per_param, positive=True),
+        )
+        set_(
+            self,
+            "layer_activation_factor",
+            require_float(
+                "constants.layer_activation_factor", self.layer_activation_factor, minimum=0.0
+            ),
         )
 
 

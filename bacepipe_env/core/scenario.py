@@ -8,8 +8,10 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import ScenarioError
+from .admission import ADMISSION_RULES
 from .cluster import Cluster
 from .job import Job
+from .memory import largest_feasible_gpus, layers_per_stage, memory_floors
 from .perf import JobProfile, ProfileCache, profile_job
 
 __all__ = ["Scenario"]
@@ -17,7 +19,13 @@ __all__ = ["Scenario"]
 
 @dataclass(frozen=True, eq=False)
 class Scenario:
-    """A cluster and its workload. ``params`` records how it was made (file, seed, scales)."""
+    """A cluster and its workload. ``params`` records how it was made (file, seed, scales).
+
+    ``ignore_memory`` restores the paper's literal semantics, where a job may start on any
+    number of GPUs (SPEC section 3a); otherwise every job must be able to fit in GPU memory on
+    some set of regions, or the scenario is rejected here. ``admission`` names the rule that
+    decides whether an offered placement is taken now (SPEC section 3b).
+    """
 
     name: str
     cluster: Cluster
@@ -25,6 +33,8 @@ class Scenario:
     description: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
     profile_cache: ProfileCache | None = field(default=None, repr=False, compare=False)
+    ignore_memory: bool = False
+    admission: str = "greedy"
 
     def __post_init__(self) -> None:
         jobs = tuple(self.jobs)
@@ -35,6 +45,14 @@ class Scenario:
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             raise ScenarioError("jobs", dupes, "job ids must be unique")
         object.__setattr__(self, "jobs", jobs)
+        if not isinstance(self.ignore_memory, bool):
+            raise ScenarioError("ignore_memory", self.ignore_memory, "must be true or false")
+        if self.admission not in ADMISSION_RULES:
+            raise ScenarioError(
+                "admission", self.admission, f"unknown rule; choose from: {', '.join(ADMISSION_RULES)}"
+            )
+        if not self.ignore_memory:
+            self._check_memory()
 
     @cached_property
     def profiles(self) -> dict[int, JobProfile]:
@@ -43,3 +61,42 @@ class Scenario:
         if self.profile_cache is not None:
             return {j.job_id: self.profile_cache.get(j, ref) for j in self.jobs}
         return {j.job_id: profile_job(j, ref) for j in self.jobs}
+
+    @cached_property
+    def memory_floors(self) -> dict[int, tuple[int, ...]]:
+        """Job id -> the smallest pipeline size that fits in GPU memory, per region (SPEC 3a);
+        all ones under ``ignore_memory``."""
+        k = self.cluster.n_regions
+        if self.ignore_memory:
+            ones = (1,) * k
+            return {j.job_id: ones for j in self.jobs}
+        mem = self.cluster.gpu_memory
+        by_shape: dict[tuple[object, ...], tuple[int, ...]] = {}  # jobs of one shape share floors
+        out = {}
+        for job in self.jobs:
+            prof = self.profiles[job.job_id]
+            key = (job.model, job.batch, job.constants)
+            floors = by_shape.get(key)
+            if floors is None:
+                floors = by_shape[key] = memory_floors(prof, mem)
+            out[job.job_id] = floors
+        return out
+
+    def _check_memory(self) -> None:
+        """Reject a job that no set of regions can ever hold in GPU memory."""
+        capacity = self.cluster.capacity
+        for job in self.jobs:
+            prof = self.profiles[job.job_id]
+            floors = self.memory_floors[job.job_id]
+            best, largest = largest_feasible_gpus(floors, capacity, prof.k_star)
+            if best:
+                continue
+            mem = max(self.cluster.gpu_memory)
+            fit = layers_per_stage(prof, mem)
+            raise ScenarioError(
+                f"job {job.name}",
+                job.model.name,
+                f"needs {min(floors)} GPUs to fit in GPU memory ({fit} of "
+                f"{job.model.n_layers} layers per {mem / 1e9:g} GB GPU) but the largest "
+                f"placement possible is {largest} GPUs; set ignore_memory to run it anyway",
+            )

@@ -12,6 +12,11 @@ Two ways to drive it:
 - ``Simulator(scenario, placement).run(ordering)`` runs a whole episode;
 - ``next_decision()`` / ``place(job_id)`` / ``defer()`` step it one decision at a time (what the
   Gymnasium adapter does).
+
+Whether an offered placement starts is decided in two steps, the same for every policy: it must
+fit in GPU memory (its GPU count reaches the job's memory floor on every region of its path,
+SPEC section 3a, unless the scenario ignores memory), and the admission rule must take it
+(SPEC section 3b, :mod:`bacepipe_env.core.admission`). Otherwise the job stays pending.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import PlacementError, SimulationError
+from .admission import AdmissionRule, make_admission
 from .cluster import Cluster
 from .network import network_utilization_rows
 from .perf import JobProfile, electricity_cost, placement_comm_times
@@ -37,6 +43,7 @@ __all__ = [
     "JobRecord",
     "OrderingPolicy",
     "PlacementPolicy",
+    "Release",
     "RunResult",
     "SchedulerView",
     "Simulator",
@@ -68,6 +75,7 @@ class SchedulerView(Protocol):
     @property
     def pending(self) -> tuple[int, ...]: ...
     def profile(self, job_id: int) -> JobProfile: ...
+    def memory_floor(self, job_id: int) -> tuple[int, ...]: ...
 
 
 class OrderingPolicy(Protocol):
@@ -104,6 +112,7 @@ class JobRecord:
     model: str
     dataset: str
     k_star: int
+    memory_floor: int  # the fewest GPUs the job fits in (1 when memory is ignored)
     submit_time: float
     start_time: float
     finish_time: float
@@ -127,6 +136,7 @@ class JobRecord:
             "model": self.model,
             "dataset": self.dataset,
             "k_star": self.k_star,
+            "memory_floor": self.memory_floor,
             "gpus": self.n_gpus,
             "path": [{"region": names[r], "gpus": n} for r, n in zip(*_pg(self.placement))],
             "submit_s": self.submit_time,
@@ -156,6 +166,8 @@ class RunResult:
     makespan: float  # s, last completion minus first submission
     gpu_utilization: float  # busy GPU-seconds / (total GPUs * makespan)
     n_decisions: int  # placement attempts made
+    admission: str = "greedy"  # the admission rule the run used
+    ignore_memory: bool = False  # True: the paper's literal semantics, no memory check
 
     def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
         """A JSON-ready dict; ``names`` are the cluster's region names."""
@@ -169,8 +181,53 @@ class RunResult:
             "makespan_h": hours(self.makespan),
             "gpu_utilization": self.gpu_utilization,
             "n_decisions": self.n_decisions,
+            "admission": self.admission,
+            "ignore_memory": self.ignore_memory,
             "jobs": [r.to_dict(names) for r in self.records],
         }
+
+
+@dataclass(frozen=True)
+class Release:
+    """The cluster right after the next GPU release: every running job finishing at ``time``
+    has given back its GPUs and bandwidth. What admission rules look ahead to."""
+
+    time: float  # s
+    free: tuple[int, ...]  # free GPUs per region
+    residual: tuple[tuple[float, ...], ...]  # residual bandwidth, bytes/s
+
+
+class _StateView:
+    """A :class:`SchedulerView` of a hypothetical state (another instant's free GPUs and
+    residual bandwidth), for asking the placement policy what it would do then."""
+
+    def __init__(self, sim: Simulator, time: float, free: tuple[int, ...], residual: Any) -> None:
+        self._sim = sim
+        self.time = time
+        self.free_gpus = free
+        self.residual_rows = residual
+
+    @property
+    def cluster(self) -> Cluster:
+        return self._sim.cluster
+
+    @property
+    def network_utilization(self) -> float:
+        cap = self._sim.cluster.bandwidth_rows
+        reserved = [
+            [c - r for c, r in zip(crow, rrow)] for crow, rrow in zip(cap, self.residual_rows)
+        ]
+        return network_utilization_rows(reserved, self._sim.cluster.link_capacity)
+
+    @property
+    def pending(self) -> tuple[int, ...]:
+        return self._sim.pending
+
+    def profile(self, job_id: int) -> JobProfile:
+        return self._sim.profile(job_id)
+
+    def memory_floor(self, job_id: int) -> tuple[int, ...]:
+        return self._sim.memory_floor(job_id)
 
 
 @dataclass
@@ -188,18 +245,30 @@ class Simulator:
 
     The simulator owns the cluster state (free GPUs, the bandwidth ledger) and the clock; the
     ordering decision is made outside, by :meth:`run`'s ordering policy or by whoever calls
-    :meth:`place`. Validation of every placement against constraints (5), (6) and the K* cap
-    is on by default; a violation raises :class:`PlacementError`.
+    :meth:`place`. ``admission`` (a rule name or object; default: the scenario's, ``greedy``
+    unless it says otherwise) decides whether an offered placement starts now. Validation of
+    every placement against constraints (5), (6), the K* cap and GPU memory is on by default;
+    a violation raises :class:`PlacementError`.
     """
 
     def __init__(
-        self, scenario: Scenario, placement: PlacementPolicy, *, validate: bool = True
+        self,
+        scenario: Scenario,
+        placement: PlacementPolicy,
+        *,
+        admission: str | AdmissionRule | None = None,
+        validate: bool = True,
     ) -> None:
         self.scenario = scenario
         self.placement_policy = placement
+        self.admission = make_admission(scenario.admission if admission is None else admission)
+        self._greedy = self.admission.name == "greedy"
         self.validate = validate
         self._cluster = scenario.cluster
         self._profiles = scenario.profiles
+        self._floors = scenario.memory_floors
+        self._memory = not scenario.ignore_memory
+        self._full_gpus: dict[int, int] = {}
         self._jobs = {j.job_id: j for j in scenario.jobs}
         self._capacity_rows = scenario.cluster.bandwidth_rows
         self._capacity_total = scenario.cluster.link_capacity
@@ -296,6 +365,77 @@ class Simulator:
         """The job's :class:`JobProfile` (K*, b(L), E(1), ...)."""
         return self._profiles[job_id]
 
+    def memory_floor(self, job_id: int) -> tuple[int, ...]:
+        """Per region, the fewest GPUs the job's pipeline must have to fit in that region's GPU
+        memory (SPEC section 3a); all ones when the scenario ignores memory."""
+        return self._floors[job_id]
+
+    def fits(self, job_id: int, placement: Placement) -> bool:
+        """Whether every stage of ``placement`` fits in its GPU's memory."""
+        if not self._memory:
+            return True
+        floors = self._floors[job_id]
+        n = placement.n_gpus
+        return all(n >= floors[r] for r in placement.path)
+
+    def execution_time(self, job_id: int, placement: Placement) -> float:
+        """Eq. (2): the job's execution time on ``placement`` (seconds)."""
+        prof = self._profiles[job_id]
+        comm = placement_comm_times(prof, self._cluster, placement.path, placement.gpus)
+        return prof.execution_time(comm, placement.n_gpus)
+
+    def next_release(self) -> Release | None:
+        """The state right after the earliest running job finishes (every job finishing at
+        that instant released); ``None`` when nothing is running."""
+        if not self._running:
+            return None
+        t = min(r.finish for r in self._running.values())
+        done = {j for j, r in self._running.items() if r.finish == t}
+        free = list(self._free)
+        touched: set[tuple[int, int]] = set()
+        for j in done:
+            p = self._running[j].placement
+            for r, g in zip(p.path, p.gpus):
+                free[r] += g
+            touched.update(p.links)
+        residual = [list(row) for row in self._residual]
+        for u, v in touched:
+            left = [b for j, b in self._link_jobs[(u, v)].items() if j not in done]
+            residual[u][v] = self._capacity_rows[u][v] - (math.fsum(left) if left else 0.0)
+        return Release(t, tuple(free), tuple(tuple(row) for row in residual))
+
+    def placement_on(self, job_id: int, state: Release) -> Placement | None:
+        """What the placement policy would offer ``job_id`` at ``state`` (``None`` if nothing,
+        or nothing that fits in memory)."""
+        view = _StateView(self, state.time, state.free, state.residual)
+        p = self.placement_policy.place(view, job_id)
+        if p is None or not p.path or not self.fits(job_id, p):
+            return None
+        return p
+
+    def full_gpus(self, job_id: int) -> int:
+        """``min(K*, GPUs the placement policy gives the job on the idle cluster)``: what the
+        ``full`` admission rule waits for (K* if the idle cluster offers nothing)."""
+        got = self._full_gpus.get(job_id)
+        if got is None:
+            idle = Release(self._time, self._cluster.capacity, self._capacity_rows)
+            p = self.placement_on(job_id, idle)
+            k_star = self._profiles[job_id].k_star
+            got = self._full_gpus[job_id] = k_star if p is None else min(k_star, p.n_gpus)
+        return got
+
+    def admits(self, job_id: int, placement: Placement) -> bool:
+        """Whether the admission rule starts ``job_id`` now on ``placement`` (which fits)."""
+        return self._greedy or self.admission.admit(self, job_id, placement)
+
+    def offer(self, job_id: int) -> Placement | None:
+        """The placement ``job_id`` would start on now: the placement policy's answer if it
+        fits in memory and the admission rule takes it, else ``None``. Changes nothing."""
+        p = self.placement_policy.place(self, job_id)
+        if p is None or not p.path or not self.fits(job_id, p):
+            return None
+        return p if self.admits(job_id, p) else None
+
     @property
     def job_seconds(self) -> float:
         """Integral of the number of jobs in the system over time so far (s); at the end it is
@@ -346,20 +486,23 @@ class Simulator:
                 return tuple(j for j in self._pending if j not in tried)
             if not self._heap:
                 if self._pending:
+                    what = "that fits in GPU memory " if self._memory else ""
                     raise SimulationError(
                         f"jobs {self._pending} can never start: placement policy "
-                        f"{self.placement_policy.name!r} gave them nothing on an idle cluster"
+                        f"{self.placement_policy.name!r} offers them no placement {what}"
+                        f"on the idle cluster"
                     )
                 return None
             self._advance()
 
     def place(self, job_id: int, placement: Placement | None = None) -> Placement | None:
-        """Ask the placement policy to place ``job_id`` now and start it.
+        """Start ``job_id`` now on the placement :meth:`offer` gives it.
 
-        Returns the placement, or ``None`` if the policy found none (the job then stays pending
-        and is not offered again until the next event). A caller that already asked the policy
-        on this very state (a preview) may pass its ``placement`` instead; it is validated the
-        same way.
+        Returns the placement, or ``None`` if there is none: the policy found nothing, it does
+        not fit in GPU memory, or the admission rule declined it. The job then stays pending
+        and is not offered again until the next event. A caller that already asked on this very
+        state (a preview, through :meth:`offer`) may pass its ``placement`` instead; it is
+        validated the same way, memory included, and the admission rule is not asked again.
         """
         if job_id not in self._pending or job_id in self._tried:
             raise SimulationError(
@@ -370,7 +513,7 @@ class Simulator:
             raise SimulationError("no GPU is free: call next_decision() first")
         self._n_decisions += 1
         if placement is None:
-            placement = self.placement_policy.place(self, job_id)
+            placement = self.offer(job_id)
         if placement is None or not placement.path:
             self._tried.add(job_id)
             return None
@@ -415,6 +558,8 @@ class Simulator:
             makespan=makespan,
             gpu_utilization=busy / (total * makespan) if makespan > 0 else 0.0,
             n_decisions=self._n_decisions,
+            admission=self.admission.name,
+            ignore_memory=not self._memory,
         )
 
     # -------------------------------------------------------------- internals
@@ -454,6 +599,12 @@ class Simulator:
             raise PlacementError(
                 f"{name}: job {job_id} gets {p.n_gpus} GPUs, more than K* = {prof.k_star}"
             )
+        if not self.fits(job_id, p):
+            floors = [self._floors[job_id][r] for r in p.path]
+            raise PlacementError(
+                f"{name}: job {job_id} gets {p.n_gpus} GPUs, below its memory floor "
+                f"{max(floors)} on path {p.path} (SPEC 3a)"
+            )
         need = prof.min_bandwidth(p.n_gpus)
         for u, v in p.links:
             if need > self._residual[u][v] * (1.0 + BANDWIDTH_RTOL):
@@ -465,8 +616,7 @@ class Simulator:
     def _start(self, job_id: int, p: Placement) -> None:
         prof = self._profiles[job_id]
         n = p.n_gpus
-        comm = placement_comm_times(prof, self._cluster, p.path, p.gpus)
-        execution = prof.execution_time(comm, n)  # Eq. (2)
+        execution = self.execution_time(job_id, p)  # Eq. (2)
         reserved = prof.min_bandwidth(n) if len(p.path) > 1 else 0.0  # b(L_j)
         for r, g in zip(p.path, p.gpus):
             self._free[r] -= g
@@ -501,6 +651,7 @@ class Simulator:
             model=job.model.name,
             dataset=job.dataset,
             k_star=self._profiles[job_id].k_star,
+            memory_floor=min(self._floors[job_id]),
             submit_time=job.submit_time,
             start_time=run.start,
             finish_time=run.finish,

@@ -16,6 +16,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..core.admission import AdmissionRule, make_admission
 from ..core.perf import preview_iteration_time
 from ..core.placement import Placement
 from ..core.scenario import Scenario
@@ -121,6 +122,9 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             whose fields ``scenario_knobs`` may set), a :class:`Scenario`, or a generator
             ``(np.random.Generator) -> Scenario`` with ``max_regions``/``max_jobs`` attributes.
         placement: placement policy name or object (default ``"pathfinder"``).
+        admission: admission rule, ``"greedy"``, ``"finish-aware"`` or ``"full"`` (default:
+            the scenario's, ``greedy``). The mask offers only jobs whose placement fits in GPU
+            memory and that the rule would start now.
         max_queue: size of the visible window of candidate jobs (the action space).
         max_regions: padding of the region axis (default: the generator's ``max_regions``).
         allow_wait: add a last action that places nothing until the next event.
@@ -133,8 +137,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             features 7-10 and the mask); off makes steps faster and those features zero.
         max_steps: truncate after this many steps (``None``: never).
         render_mode: ``"ansi"`` or ``"rgb_array"``.
-        scenario_knobs: ``bandwidth_scale``, ``gpu_scale``, ``n_jobs`` for a named scenario;
-            the generator's fields for ``"random"``.
+        scenario_knobs: ``bandwidth_scale``, ``gpu_scale``, ``n_jobs``, ``ignore_memory`` for a
+            named scenario; the generator's fields for ``"random"``.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}  # noqa: RUF012
@@ -144,6 +148,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         scenario: ScenarioSource = "paper",
         *,
         placement: str | PlacementPolicy = "pathfinder",
+        admission: str | AdmissionRule | None = None,
         max_queue: int = 16,
         max_regions: int | None = None,
         allow_wait: bool = False,
@@ -173,6 +178,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
                 "scenario_knobs", sorted(scenario_knobs), "only apply to a named scenario"
             )
         self.placement = make_placement(placement)
+        self.admission = None if admission is None else make_admission(admission)
         self.max_queue = require_int("max_queue", max_queue, minimum=1, exc=ValidationError)
         k = max_regions if max_regions is not None else getattr(self.generator, "max_regions", None)
         if k is None:
@@ -249,7 +255,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
                 f"has more regions than max_regions = {self.max_regions}",
             )
         self.scenario = scenario
-        self.sim = Simulator(scenario, self.placement)
+        self.sim = Simulator(scenario, self.placement, admission=self.admission)
         self._setup_episode(scenario)
         self._steps = 0
         self._prev_js = 0.0
@@ -391,6 +397,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
                         p.compute_coeff,
                         p.stage_overhead,
                         p.n_micro,
+                        sim.memory_floor(job),
                     )
                     hit = memo.get(key)
                     got = hit[1] if hit is not None and hit[0] == state else None
@@ -405,8 +412,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
                         memo[key] = (state, got)
                         if len(memo) > self._memo_size:
                             del memo[next(iter(memo))]  # first in, first out
-                    previews[i] = got[0] if got[0].path else None
-                    stats[i] = (got[1] * p.iterations, got[2])  # (E of the preview, $/kWh)
+                    pl = got[0]
+                    if pl.path and sim.fits(job, pl) and sim.admits(job, pl):
+                        previews[i] = pl
+                        stats[i] = (got[1] * p.iterations, got[2])  # (E of the preview, $/kWh)
                 if all(pv is None for pv in previews):
                     for job in window:  # nothing can start: record the failures, move on
                         sim.place(job, _EMPTY)

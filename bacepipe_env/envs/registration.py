@@ -11,9 +11,9 @@ _ENTRY = "bacepipe_env.envs.geopipe:GeoPipeEnv"
 #: id -> kwargs. ``max_steps`` truncates runaway episodes (a learned agent cannot loop: each step
 #: places a job or waits for an event, so an episode has at most about 2 x jobs steps).
 ENV_IDS: dict[str, dict[str, Any]] = {
-    "bacepipe_env/GeoPipe-v0": {"scenario": "paper", "max_queue": 16, "max_steps": 1000},
-    "bacepipe_env/GeoPipe-Fig1-v0": {"scenario": "fig1", "max_queue": 4, "max_steps": 100},
-    "bacepipe_env/GeoPipe-Random-v0": {
+    "bacepipe_env/GeoPipe-v1": {"scenario": "paper", "max_queue": 16, "max_steps": 1000},
+    "bacepipe_env/GeoPipe-Fig1-v1": {"scenario": "fig1", "max_queue": 4, "max_steps": 100},
+    "bacepipe_env/GeoPipe-Random-v1": {
         "scenario": "random",
         "max_queue": 16,
         "max_regions": 8,

@@ -47,7 +47,12 @@ def reference_policy(policies: Sequence[str]) -> str:
     return "bace-pipe" if "bace-pipe" in policies else policies[0]
 
 
-def _check(policies: Sequence[str], seeds: Sequence[int], scenario: str) -> None:
+def _check(
+    policies: Sequence[str],
+    seeds: Sequence[int],
+    scenario: str,
+    knobs: dict[str, Any] | None = None,
+) -> None:
     if not policies:
         raise ValidationError("policies", [], "give at least one policy")
     for name in policies:
@@ -63,7 +68,7 @@ def _check(policies: Sequence[str], seeds: Sequence[int], scenario: str) -> None
         require_int("seeds", s, minimum=0, exc=ValidationError)
     if len(set(seeds)) != len(seeds):
         raise ValidationError("seeds", list(seeds), "a seed is listed twice")
-    load_scenario(scenario)  # fail fast on a bad scenario, before any worker starts
+    load_scenario(scenario, **(knobs or {}))  # fail fast on a bad scenario, before any worker
 
 
 def _prepare(out: Path) -> None:
@@ -89,8 +94,9 @@ def run_compare(
     """Run ``policies`` x ``seeds`` on ``scenario``; write ``{name}-runs.csv``,
     ``{name}-summary.csv``, ``{name}.json``, ``{name}.png`` and (``tensorboard``)
     ``tb/<policy>/`` event files with ``{name}/*`` scalars at step = seed. Running again into
-    the same ``out`` replaces that experiment's files."""
-    _check(policies, seeds, scenario)
+    the same ``out`` replaces that experiment's files. ``knobs`` are load_scenario keywords
+    applied to every run (sweep knobs, ``admission``, ``ignore_memory``)."""
+    _check(policies, seeds, scenario, knobs)
     ref = reference_policy(policies)
     _prepare(out)
     runs = run_all(
@@ -173,11 +179,14 @@ def run_sweep(
     out: Path,
     *,
     values: Sequence[float] | None = None,
+    knobs: dict[str, Any] | None = None,
     workers: int = 1,
     progress: bool | None = None,
 ) -> ExperimentOutcome:
     """One of the paper's sensitivity sweeps (``kind`` in :data:`SWEEPS`): every policy and seed
-    at every value; writes ``sweep-{kind}-runs.csv``, ``-summary.csv``, ``.json`` and ``.png``."""
+    at every value; writes ``sweep-{kind}-runs.csv``, ``-summary.csv``, ``.json`` and ``.png``.
+    ``knobs`` are load_scenario keywords applied to every run (``admission``,
+    ``ignore_memory``)."""
     if kind not in SWEEPS:
         raise ValidationError("sweep", kind, f"unknown sweep; choose from: {', '.join(SWEEPS)}")
     knob, default_values, xlabel = SWEEPS[kind]
@@ -190,13 +199,15 @@ def run_sweep(
         vals = [require_float(kind, v, positive=True, exc=ValidationError) for v in vals]
     if len(set(vals)) != len(vals):
         raise ValidationError(f"{kind} values", vals, "a value is listed twice")
-    _check(policies, seeds, scenario)
+    _check(policies, seeds, scenario, knobs)
     ref = reference_policy(policies)
     _prepare(out)
     specs = [
         spec
         for v in vals
-        for spec in expand(policies, scenario, seeds, {knob: v}, {"sweep": kind, "value": v})
+        for spec in expand(
+            policies, scenario, seeds, {**(knobs or {}), knob: v}, {"sweep": kind, "value": v}
+        )
     ]
     runs = run_all(specs, workers=workers, label=f"sweep {kind}", progress=progress)
     stats = {v: summarise([r for r in runs if r.spec.tag["value"] == v], ref) for v in vals}
@@ -215,6 +226,7 @@ def run_sweep(
             "experiment": stem,
             "scenario": scenario,
             "knob": knob,
+            "knobs": knobs or {},
             "values": vals,
             "seeds": list(seeds),
             "reference": ref,

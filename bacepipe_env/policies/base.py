@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.admission import AdmissionRule
 from ..core.scenario import Scenario
 from ..core.simulator import OrderingPolicy, PlacementPolicy, RunResult, SchedulerView, Simulator
 
@@ -29,9 +30,17 @@ class Policy:
     ordering: OrderingPolicy
     placement: PlacementPolicy
 
-    def simulate(self, scenario: Scenario, *, validate: bool = True) -> RunResult:
-        """Run one episode of ``scenario`` under this policy."""
-        return Simulator(scenario, self.placement, validate=validate).run(self._named())
+    def simulate(
+        self,
+        scenario: Scenario,
+        *,
+        admission: str | AdmissionRule | None = None,
+        validate: bool = True,
+    ) -> RunResult:
+        """Run one episode of ``scenario`` under this policy; ``admission`` overrides the
+        scenario's admission rule (``greedy``, ``finish-aware``, ``full``)."""
+        sim = Simulator(scenario, self.placement, admission=admission, validate=validate)
+        return sim.run(self._named())
 
     def _named(self) -> OrderingPolicy:
         return _NamedOrdering(self.name, self.ordering)

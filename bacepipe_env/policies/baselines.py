@@ -26,15 +26,17 @@ Rule = Callable[[SchedulerView, JobProfile], tuple[list[int], dict[int, int]]]
 
 
 def _lcf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
-    return _lcf(view.free_gpus, view.cluster.prices, prof.k_star)
+    floor = view.memory_floor(prof.job.job_id)
+    return _lcf(view.free_gpus, view.cluster.prices, prof.k_star, floor)
 
 
 def _ldf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
-    return _ldf(view.free_gpus, view.cluster.prices, prof.k_star)
+    floor = view.memory_floor(prof.job.job_id)
+    return _ldf(view.free_gpus, view.cluster.prices, prof.k_star, floor)
 
 
 def _cr_lcf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
-    return _cr_lcf(*placement_inputs(view, prof))
+    return _cr_lcf(*placement_inputs(view, prof), view.memory_floor(prof.job.job_id))
 
 
 def _cr_ldf_then(allocate: Callable[..., dict[int, int]]) -> Rule:

@@ -9,11 +9,13 @@ lexicographic order of job ids.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.admission import AdmissionRule
 from ..core.scenario import Scenario
 from ..core.simulator import PlacementPolicy, RunResult, SchedulerView, Simulator
 from ..errors import ValidationError
@@ -39,15 +41,19 @@ class StaticOrdering:
 
 
 def best_static_order(
-    scenario: Scenario, placement: PlacementPolicy, max_jobs: int = MAX_ORACLE_JOBS
+    scenario: Scenario,
+    placement: PlacementPolicy,
+    max_jobs: int = MAX_ORACLE_JOBS,
+    admission: str | AdmissionRule | None = None,
 ) -> tuple[tuple[int, ...], RunResult]:
-    """The static job order minimising (average JCT, total cost), and its run."""
+    """The static job order minimising (average JCT, total cost), and its run, under the
+    scenario's (or the given) admission rule."""
     jobs = sorted(j.job_id for j in scenario.jobs)
     if len(jobs) > max_jobs:
         raise ValidationError(
             "oracle", len(jobs), f"tries every order of the jobs: at most {max_jobs} jobs"
         )
-    sim = Simulator(scenario, placement)
+    sim = Simulator(scenario, placement, admission=admission)
     best: tuple[float, float] = (math.inf, math.inf)
     best_order: tuple[int, ...] = tuple(jobs)
     best_result: RunResult | None = None
@@ -65,16 +71,13 @@ def best_static_order(
 class OraclePolicy(Policy):
     """A :class:`Policy` whose ordering is found per scenario by :func:`best_static_order`."""
 
-    def simulate(self, scenario: Scenario, *, validate: bool = True) -> RunResult:
+    def simulate(
+        self,
+        scenario: Scenario,
+        *,
+        admission: str | AdmissionRule | None = None,
+        validate: bool = True,
+    ) -> RunResult:
         """The best static order's run (``validate`` is always on)."""
-        _, result = best_static_order(scenario, self.placement)
-        return RunResult(
-            scenario=result.scenario,
-            policy=self.name,
-            records=result.records,
-            avg_jct=result.avg_jct,
-            total_cost=result.total_cost,
-            makespan=result.makespan,
-            gpu_utilization=result.gpu_utilization,
-            n_decisions=result.n_decisions,
-        )
+        _, result = best_static_order(scenario, self.placement, admission=admission)
+        return dataclasses.replace(result, policy=self.name)

@@ -1,5 +1,5 @@
 """Scenario generators: synthetic clusters around the paper's workload, a sampler over a
-scenario file, and the randomised generator behind ``GeoPipe-Random-v0``.
+scenario file, and the randomised generator behind ``GeoPipe-Random-v1``.
 
 A generator is any callable ``(numpy.random.Generator) -> Scenario`` with ``max_regions`` and
 ``max_jobs`` attributes; the Gymnasium environment calls it at every reset with its own
@@ -15,9 +15,11 @@ import numpy as np
 
 from ..core.cluster import Cluster, Region
 from ..core.job import Job
-from ..core.perf import ProfileCache
+from ..core.admission import ADMISSION_RULES
+from ..core.memory import memory_floor
+from ..core.perf import ProfileCache, profile_job
 from ..core.scenario import Scenario
-from ..core.units import SECONDS_PER_HOUR
+from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s
 from ..core.validate import require_float, require_int
 from ..errors import ScenarioError
 from .loader import ScenarioTemplate, build_scenario, compile_scenario, load_scenario_spec
@@ -96,6 +98,8 @@ class ScenarioSampler:
         bandwidth_scale: float = 1.0,
         gpu_scale: float = 1.0,
         n_jobs: int | None = None,
+        ignore_memory: bool | None = None,
+        admission: str | None = None,
     ) -> None:
         self.source = source
         self.template = compile_scenario(
@@ -103,6 +107,8 @@ class ScenarioSampler:
             bandwidth_scale=bandwidth_scale,
             gpu_scale=gpu_scale,
             n_jobs=n_jobs,
+            ignore_memory=ignore_memory,
+            admission=admission,
         )
         self._profiles = ProfileCache()
         first = self.load(0)
@@ -128,6 +134,10 @@ class RandomScenarioGenerator:
     that constraint (6) sometimes binds, as on measured WAN links); ``n_jobs`` jobs drawn from
     the paper's Table III models and datasets; with probability ``p_batch`` all jobs arrive at
     t = 0, otherwise as a Poisson process at a rate uniform in ``arrival_rate_per_h``.
+
+    Every GPU holds ``gpu_memory_gb``. Unless ``ignore_memory``, a job's model is drawn only
+    among the models whose memory floor fits in the episode's largest region, so that every
+    registered policy (single-region LCF and LDF included) can start every job.
     """
 
     n_regions: tuple[int, int] = (4, 8)
@@ -138,6 +148,9 @@ class RandomScenarioGenerator:
     bandwidth_gbps: tuple[float, float] = (2.0, 100.0)
     p_batch: float = 0.3
     arrival_rate_per_h: tuple[float, float] = (0.5, 4.0)
+    gpu_memory_gb: float = 48.0
+    ignore_memory: bool = False
+    admission: str = "greedy"
     _profiles: ProfileCache = field(default_factory=ProfileCache, repr=False, compare=False)
     _paper: ScenarioTemplate = field(
         default_factory=lambda: compile_scenario(load_scenario_spec("paper")),
@@ -163,6 +176,19 @@ class RandomScenarioGenerator:
             require_int(f"gpu_choices[{i}]", g, minimum=1)
         for i, b in enumerate(self.intra_gbps_choices):
             require_float(f"intra_gbps_choices[{i}]", b, positive=True)
+        require_float("gpu_memory_gb", self.gpu_memory_gb, positive=True)
+        if not isinstance(self.ignore_memory, bool):
+            raise ScenarioError("ignore_memory", self.ignore_memory, "must be True or False")
+        if self.admission not in ADMISSION_RULES:
+            raise ScenarioError(
+                "admission", self.admission, f"unknown rule; choose from: {', '.join(ADMISSION_RULES)}"
+            )
+        memory = self.gpu_memory_gb * 1e9
+        floors = {}
+        for name, (model, batch) in self._paper.models.items():
+            probe = Job(0, model, "probe", 1, batch, constants=self._paper.constants)
+            floors[name] = memory_floor(profile_job(probe, 1.0), memory)
+        object.__setattr__(self, "_floors", floors)
 
     @property
     def max_regions(self) -> int:
@@ -182,11 +208,19 @@ class RandomScenarioGenerator:
         prices = rng.uniform(*self.price_range, size=k).tolist()
         intra = rng.choice(np.asarray(self.intra_gbps_choices, dtype=float), size=k).tolist()
         lo, hi = np.log(self.bandwidth_gbps[0]), np.log(self.bandwidth_gbps[1])
-        links = np.exp(rng.uniform(lo, hi, size=(k, k))) * (1e9 / 8)  # bytes/s
-        regions = tuple(Region(f"R{i}", gpus[i], prices[i], intra[i] * 1e9 / 8) for i in range(k))
+        links = gbps_to_bytes_per_s(np.exp(rng.uniform(lo, hi, size=(k, k))))  # bytes/s
+        memory = self.gpu_memory_gb * 1e9
+        regions = tuple(
+            Region(f"R{i}", gpus[i], prices[i], gbps_to_bytes_per_s(intra[i]), memory)
+            for i in range(k)
+        )
         paper = self._paper
         cluster = Cluster(regions, links, np.zeros((k, k)), paper.cluster.power_kw)
         model_names = list(paper.models)
+        if not self.ignore_memory:  # only models whose memory floor one region can host
+            largest = max(gpus)
+            floors: dict[str, int] = self._floors  # type: ignore[attr-defined]
+            model_names = [m for m in model_names if floors[m] <= largest]
         dataset_names = list(paper.datasets)
         models = rng.integers(len(model_names), size=n).tolist()
         datasets = rng.integers(len(dataset_names), size=n).tolist()
@@ -221,4 +255,6 @@ class RandomScenarioGenerator:
             f"{k} random regions, {n} random jobs",
             {"generator": "RandomScenarioGenerator", "n_regions": k, "n_jobs": n},
             self._profiles,
+            ignore_memory=self.ignore_memory,
+            admission=self.admission,
         )

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core.cluster import Cluster, Region
+from ..core.admission import ADMISSION_RULES
+from ..core.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Region
 from ..core.job import Job, ModelSpec, TrainingConstants
 from ..core.perf import ProfileCache
 from ..core.scenario import Scenario
@@ -51,6 +52,8 @@ _TOP_KEYS = {
     "datasets",
     "jobs",
     "workload",
+    "ignore_memory",
+    "admission",
 }
 _CONSTANT_KEYS = {
     "seq_len",
@@ -61,8 +64,18 @@ _CONSTANT_KEYS = {
     "power_kw",
     "bytes_per_value",
     "epochs",
+    "gpu_memory_gb",
+    "bytes_per_param",
+    "layer_activation_factor",
 }
-_REGION_KEYS = {"name", "gpus", "price_usd_per_kwh", "bandwidth_gbps", "intra_gbps"}
+_REGION_KEYS = {
+    "name",
+    "gpus",
+    "price_usd_per_kwh",
+    "bandwidth_gbps",
+    "intra_gbps",
+    "gpu_memory_gb",
+}
 _MODEL_KEYS = {"name", "params", "layers", "hidden", "batch"}
 _DATASET_KEYS = {"name", "samples"}
 _JOB_KEYS = {"name", "model", "dataset", "submit_h", "epochs", "batch"}
@@ -141,6 +154,8 @@ def load_scenario(
     bandwidth_scale: float = 1.0,
     gpu_scale: float = 1.0,
     n_jobs: int | None = None,
+    ignore_memory: bool | None = None,
+    admission: str | None = None,
 ) -> Scenario:
     """Load a scenario by built-in name, file path or already-parsed mapping, and apply the
     sweep knobs (SPEC section 7).
@@ -148,11 +163,19 @@ def load_scenario(
     - ``seed`` drives the random parts of a workload rule (dataset and model draws, arrivals);
     - ``bandwidth_scale`` multiplies every inter-region link (not the intra-region bandwidth);
     - ``gpu_scale`` multiplies every region's GPUs, rounded half up, at least 1;
-    - ``n_jobs`` overrides the workload's job count (explicit job lists are cut or cycled).
+    - ``n_jobs`` overrides the workload's job count (explicit job lists are cut or cycled);
+    - ``ignore_memory`` and ``admission`` override the file's fields of those names
+      (defaults: memory is checked, ``greedy`` admission).
     """
     spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
     return build_scenario(
-        spec, seed=seed, bandwidth_scale=bandwidth_scale, gpu_scale=gpu_scale, n_jobs=n_jobs
+        spec,
+        seed=seed,
+        bandwidth_scale=bandwidth_scale,
+        gpu_scale=gpu_scale,
+        n_jobs=n_jobs,
+        ignore_memory=ignore_memory,
+        admission=admission,
     )
 
 
@@ -169,12 +192,19 @@ def build_scenario(
     gpu_scale: float = 1.0,
     n_jobs: int | None = None,
     profile_cache: ProfileCache | None = None,
+    ignore_memory: bool | None = None,
+    admission: str | None = None,
 ) -> Scenario:
     """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`).
 
     ``profile_cache`` lets a caller that builds many scenarios profile each job shape once."""
     template = compile_scenario(
-        spec, bandwidth_scale=bandwidth_scale, gpu_scale=gpu_scale, n_jobs=n_jobs
+        spec,
+        bandwidth_scale=bandwidth_scale,
+        gpu_scale=gpu_scale,
+        n_jobs=n_jobs,
+        ignore_memory=ignore_memory,
+        admission=admission,
     )
     return template.materialize(seed, profile_cache=profile_cache)
 
@@ -195,6 +225,8 @@ class ScenarioTemplate:
     knobs: Mapping[str, Any]
     rows: tuple[Mapping[str, Any], ...] | None = None  # an explicit job list
     workload: Mapping[str, Any] | None = None  # a validated workload rule
+    ignore_memory: bool = False
+    admission: str = "greedy"
 
     def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
         """The scenario for ``seed``: the workload rule's draws come from
@@ -217,9 +249,23 @@ class ScenarioTemplate:
                     name=row.get("name", ""),
                 )
             )
-        params = {"seed": seed, **self.knobs, "n_jobs": len(jobs), "source": self.source}
+        params = {
+            "seed": seed,
+            **self.knobs,
+            "n_jobs": len(jobs),
+            "ignore_memory": self.ignore_memory,
+            "admission": self.admission,
+            "source": self.source,
+        }
         return Scenario(
-            self.name, self.cluster, tuple(jobs), self.description, params, profile_cache
+            self.name,
+            self.cluster,
+            tuple(jobs),
+            self.description,
+            params,
+            profile_cache,
+            ignore_memory=self.ignore_memory,
+            admission=self.admission,
         )
 
     def _draw(self, rng: np.random.Generator) -> list[dict[str, Any]]:
@@ -246,8 +292,11 @@ def compile_scenario(
     bandwidth_scale: float = 1.0,
     gpu_scale: float = 1.0,
     n_jobs: int | None = None,
+    ignore_memory: bool | None = None,
+    admission: str | None = None,
 ) -> ScenarioTemplate:
-    """Validate a parsed scenario mapping and build everything but the seeded draws."""
+    """Validate a parsed scenario mapping and build everything but the seeded draws;
+    ``ignore_memory`` and ``admission``, when given, override the file's fields."""
     if not isinstance(spec, Mapping):
         raise ScenarioError("scenario", type(spec).__name__, "must be a mapping")
     _no_unknown_keys("scenario", spec, _TOP_KEYS)
@@ -256,9 +305,18 @@ def compile_scenario(
     if n_jobs is not None:
         n_jobs = require_int("n_jobs", n_jobs, minimum=1)
     name = require_str("name", spec.get("name", "custom"))
+    ignore = spec.get("ignore_memory", False) if ignore_memory is None else ignore_memory
+    if not isinstance(ignore, bool):
+        field = "ignore_memory" if ignore_memory is None else "--ignore-memory"
+        raise ScenarioError(field, ignore, "must be true or false")
+    rule = spec.get("admission", "greedy") if admission is None else admission
+    if rule not in ADMISSION_RULES:
+        raise ScenarioError(
+            "admission", rule, f"unknown rule; choose from: {', '.join(ADMISSION_RULES)}"
+        )
 
-    constants, power_kw, epochs = _constants(spec.get("constants", {}))
-    regions, region_bw = _regions(_list(spec, "regions"), gpu_scale)
+    constants, power_kw, epochs, gpu_memory = _constants(spec.get("constants", {}))
+    regions, region_bw = _regions(_list(spec, "regions"), gpu_scale, gpu_memory)
     names = [r.name for r in regions]
     bandwidth = _links(spec.get("links"), names, region_bw) * bandwidth_scale
     latency = _latency(spec.get("latency_ms"), len(names))
@@ -301,6 +359,8 @@ def compile_scenario(
         knobs,
         rows,
         workload,
+        ignore,
+        str(rule),
     )
 
 
@@ -346,7 +406,7 @@ def _get(field: str, row: Mapping[str, Any], key: str) -> Any:
     return row[key]
 
 
-def _constants(raw: Any) -> tuple[TrainingConstants, float, int]:
+def _constants(raw: Any) -> tuple[TrainingConstants, float, int, float]:
     c = _table("constants", raw, _CONSTANT_KEYS)
     defaults = TrainingConstants()
 
@@ -366,13 +426,22 @@ def _constants(raw: Any) -> tuple[TrainingConstants, float, int]:
         bytes_per_value=require_int(
             "constants.bytes_per_value", c.get("bytes_per_value", 2), minimum=1
         ),
+        bytes_per_param=num("bytes_per_param", defaults.bytes_per_param),
+        layer_activation_factor=require_float(
+            "constants.layer_activation_factor",
+            c.get("layer_activation_factor", defaults.layer_activation_factor),
+            minimum=0.0,
+        ),
     )
     power = num("power_kw", 0.3)
     epochs = require_int("constants.epochs", c.get("epochs", 1), minimum=1)
-    return constants, power, epochs
+    gpu_memory = num("gpu_memory_gb", DEFAULT_GPU_MEMORY_BYTES / 1e9) * 1e9
+    return constants, power, epochs, gpu_memory
 
 
-def _regions(rows: list[Any], gpu_scale: float) -> tuple[list[Region], list[float | None]]:
+def _regions(
+    rows: list[Any], gpu_scale: float, gpu_memory: float
+) -> tuple[list[Region], list[float | None]]:
     regions: list[Region] = []
     region_bw: list[float | None] = []
     for i, raw in enumerate(rows):
@@ -394,7 +463,12 @@ def _regions(rows: list[Any], gpu_scale: float) -> tuple[list[Region], list[floa
                 f"{f}.intra_gbps", None, "is missing (give intra_gbps or bandwidth_gbps)"
             )
         intra = require_float(f"{f}.intra_gbps", intra, positive=True)
-        regions.append(Region(name, scale_gpus(gpus, gpu_scale), price, gbps_to_bytes_per_s(intra)))
+        memory = gpu_memory
+        if "gpu_memory_gb" in row:
+            memory = require_float(f"{f}.gpu_memory_gb", row["gpu_memory_gb"], positive=True) * 1e9
+        regions.append(
+            Region(name, scale_gpus(gpus, gpu_scale), price, gbps_to_bytes_per_s(intra), memory)
+        )
         region_bw.append(bw)
     return regions, region_bw
 

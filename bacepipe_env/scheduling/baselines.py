@@ -12,25 +12,44 @@ from collections.abc import Callable, Sequence
 
 from numpy.typing import ArrayLike
 
-from ..core.validate import require_int
+import numpy as np
+
+from ..core.validate import require_int, require_vector
 from ..errors import ValidationError
 from .pathfinder import _check_path, _grow_widest, validated_inputs
 
 __all__ = ["cr_lcf", "cr_ldf", "even_allocate", "fill_in_path_order", "lcf", "ldf"]
 
 
-def lcf(free: ArrayLike, price: ArrayLike, k_star: int) -> tuple[list[int], dict[int, int]]:
-    """Lowest-Cost-First: the cheapest region with a free GPU (ties to the lower index) takes
-    ``min(free, K*)`` GPUs."""
+def lcf(
+    free: ArrayLike, price: ArrayLike, k_star: int, min_gpus: int | ArrayLike = 1
+) -> tuple[list[int], dict[int, int]]:
+    """Lowest-Cost-First: the cheapest region with at least ``min_gpus`` free GPUs (ties to the
+    lower index) takes ``min(free, K*)`` GPUs. ``min_gpus`` is the job's memory floor, one
+    number or one per region (SPEC section 3a); 1 is the paper's rule."""
     f, p, _, k, _ = validated_inputs(free, price, None, k_star)
-    return _lcf(f, p, k)
+    return _lcf(f, p, k, _floors(min_gpus, len(f)))
 
 
-def ldf(free: ArrayLike, price: ArrayLike, k_star: int) -> tuple[list[int], dict[int, int]]:
-    """Lowest-Delay-First: the region with the most free GPUs (ties to the cheaper, then the
-    lower index) takes ``min(free, K*)`` GPUs."""
+def ldf(
+    free: ArrayLike, price: ArrayLike, k_star: int, min_gpus: int | ArrayLike = 1
+) -> tuple[list[int], dict[int, int]]:
+    """Lowest-Delay-First: among the regions with at least ``min_gpus`` free GPUs, the one with
+    the most (ties to the cheaper, then the lower index) takes ``min(free, K*)`` GPUs."""
     f, p, _, k, _ = validated_inputs(free, price, None, k_star)
-    return _ldf(f, p, k)
+    return _ldf(f, p, k, _floors(min_gpus, len(f)))
+
+
+def _floors(min_gpus: int | ArrayLike, k: int) -> list[int]:
+    if isinstance(min_gpus, (int, np.integer)) and not isinstance(min_gpus, bool):
+        n = require_int("min_gpus", min_gpus, minimum=1, exc=ValidationError)
+        return [n] * k
+    floors = require_vector("min_gpus", min_gpus, length=k, integer=True, exc=ValidationError)
+    out: list[int] = floors.tolist()
+    for i, n in enumerate(out):
+        if n < 1:
+            raise ValidationError(f"min_gpus[{i}]", n, "must be >= 1")
+    return out
 
 
 def cr_lcf(
@@ -40,13 +59,17 @@ def cr_lcf(
     k_star: int,
     activation_bytes: float,
     t_comp: Callable[[int], float],
+    min_gpus: int | ArrayLike = 1,
 ) -> tuple[list[int], dict[int, int]]:
     """Cross-Region LCF: walk the regions with free GPUs by ascending price (ties to the lower
     index), appending each whose link from the current tail passes the bandwidth check for the
     new GPU count, ``A / min(b_min, B[tail, u]) <= t_comp(g')``, and skipping those that fail,
-    until K* GPUs are reached; GPUs are taken in path order."""
+    until K* GPUs are reached; GPUs are taken in path order.
+
+    If the walk ends below the memory floor ``min_gpus`` (of any region on its path), it starts
+    again from the next-cheapest region, and so on; ``([], {})`` if no walk reaches it."""
     f, p, bw, k, a = validated_inputs(free, price, bandwidth, k_star, activation_bytes, t_comp)
-    return _cr_lcf(f, p, bw, k, a, t_comp)
+    return _cr_lcf(f, p, bw, k, a, t_comp, _floors(min_gpus, len(f)))
 
 
 def cr_ldf(
@@ -109,27 +132,33 @@ def _checked(path: Sequence[int], g: int, free: list[int]) -> tuple[list[int], i
 
 
 def _lcf(
-    free: Sequence[int], price: Sequence[float], k_star: int
+    free: Sequence[int], price: Sequence[float], k_star: int, floor: Sequence[int] | None = None
 ) -> tuple[list[int], dict[int, int]]:
     best = -1
     for r, n in enumerate(free):
-        if n > 0 and (best < 0 or price[r] < price[best]):
+        if n > 0 and (floor is None or n >= floor[r]) and (best < 0 or price[r] < price[best]):
             best = r
     return ([best], {best: min(free[best], k_star)}) if best >= 0 else ([], {})
 
 
-def _ldf_start(free: Sequence[int], price: Sequence[float]) -> int:
+def _ldf_start(
+    free: Sequence[int], price: Sequence[float], floor: Sequence[int] | None = None
+) -> int:
     best = -1
     for r, n in enumerate(free):
-        if n > 0 and (best < 0 or (n, -price[r]) > (free[best], -price[best])):
+        if (
+            n > 0
+            and (floor is None or n >= floor[r])
+            and (best < 0 or (n, -price[r]) > (free[best], -price[best]))
+        ):
             best = r
     return best
 
 
 def _ldf(
-    free: Sequence[int], price: Sequence[float], k_star: int
+    free: Sequence[int], price: Sequence[float], k_star: int, floor: Sequence[int] | None = None
 ) -> tuple[list[int], dict[int, int]]:
-    best = _ldf_start(free, price)
+    best = _ldf_start(free, price, floor)
     return ([best], {best: min(free[best], k_star)}) if best >= 0 else ([], {})
 
 
@@ -140,21 +169,23 @@ def _cr_lcf(
     k_star: int,
     a: float,
     t_comp: Callable[[int], float],
+    floor: Sequence[int] | None = None,
 ) -> tuple[list[int], dict[int, int]]:
     order = sorted((r for r in range(len(free)) if free[r] > 0), key=lambda r: (price[r], r))
-    if not order:
-        return [], {}
-    path = [order[0]]
-    g, b_min = min(free[order[0]], k_star), math.inf
-    for u in order[1:]:
-        if g >= k_star:
-            break
-        g_new = min(g + free[u], k_star)
-        b_tmp = min(b_min, bw[path[-1]][u])
-        if b_tmp > 0.0 and a / b_tmp <= t_comp(g_new):  # constraint (6) on the whole path
-            path.append(u)
-            g, b_min = g_new, b_tmp
-    return path, _fill_in_path_order(path, g, free, price)
+    for first in range(len(order)):  # restart only when a walk ends below the memory floor
+        path = [order[first]]
+        g, b_min = min(free[order[first]], k_star), math.inf
+        for u in order[first + 1 :]:
+            if g >= k_star:
+                break
+            g_new = min(g + free[u], k_star)
+            b_tmp = min(b_min, bw[path[-1]][u])
+            if b_tmp > 0.0 and a / b_tmp <= t_comp(g_new):  # constraint (6) on the whole path
+                path.append(u)
+                g, b_min = g_new, b_tmp
+        if floor is None or all(g >= floor[r] for r in path):
+            return path, _fill_in_path_order(path, g, free, price)
+    return [], {}
 
 
 def _cr_ldf_path(

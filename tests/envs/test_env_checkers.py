@@ -34,9 +34,9 @@ MODES = {
     "flat+wait": {"observation": "flat", "allow_wait": True},
 }
 EXPECTED_SCENARIO = {
-    "bacepipe_env/GeoPipe-v0": "paper",
-    "bacepipe_env/GeoPipe-Fig1-v0": "fig1",
-    "bacepipe_env/GeoPipe-Random-v0": "random",
+    "bacepipe_env/GeoPipe-v1": "paper",
+    "bacepipe_env/GeoPipe-Fig1-v1": "fig1",
+    "bacepipe_env/GeoPipe-Random-v1": "random",
 }
 
 
@@ -116,7 +116,7 @@ def test_registering_again_is_harmless():
     for env_id, spec in specs.items():
         assert gym.spec(env_id) is spec
         assert gym.spec(env_id).kwargs == ENV_IDS[env_id]
-    env = gym.make("bacepipe_env/GeoPipe-Fig1-v0")
+    env = gym.make("bacepipe_env/GeoPipe-Fig1-v1")
     obs, info = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     assert info["action_mask"].any()
@@ -145,7 +145,7 @@ def test_make_with_module_prefix_in_a_fresh_process(tmp_path):
         import json, sys
         import gymnasium as gym
         assert "bacepipe_env" not in sys.modules
-        env = gym.make("bacepipe_env:bacepipe_env/GeoPipe-v0")
+        env = gym.make("bacepipe_env:bacepipe_env/GeoPipe-v1")
         obs, info = env.reset(seed=0)
         steps, done = 0, False
         while not done:
@@ -178,7 +178,7 @@ def test_make_vec_sync_in_a_fresh_process(tmp_path):
         import gymnasium as gym
         import numpy as np
         import bacepipe_env  # registers the ids
-        venv = gym.make_vec("bacepipe_env/GeoPipe-v0", num_envs=2, vectorization_mode="sync")
+        venv = gym.make_vec("bacepipe_env/GeoPipe-v1", num_envs=2, vectorization_mode="sync")
         obs, infos = venv.reset(seed=[0, 1])
         rng = np.random.default_rng(0)
         illegal = 0

@@ -76,7 +76,7 @@ def test_agent_episode_equals_simulator_run(name, scenario, seed, knobs):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("name", list(AGENT_PLACEMENTS))
 def test_agent_on_random_env_equals_simulator_run(name, seed):
-    env = gym.make("bacepipe_env/GeoPipe-Random-v0", placement=AGENT_PLACEMENTS[name])
+    env = gym.make("bacepipe_env/GeoPipe-Random-v1", placement=AGENT_PLACEMENTS[name])
     res = run_episode(env, make_agent(name), seed)
     scen = env.unwrapped.scenario
     assert scen.name == "random"
@@ -90,7 +90,7 @@ def test_equivalence_without_previews(name):
     next decision, as in the simulator's pass."""
     for seed in range(3):
         env = gym.make(
-            "bacepipe_env/GeoPipe-Random-v0", placement=AGENT_PLACEMENTS[name], preview=False
+            "bacepipe_env/GeoPipe-Random-v1", placement=AGENT_PLACEMENTS[name], preview=False
         )
         res = run_episode(env, make_agent(name), seed)
         _assert_same_run(env, res, make_policy(name, seed=seed).simulate(env.unwrapped.scenario))

@@ -1,5 +1,5 @@
 """A few hundred steps of MaskablePPO (dict observation) and PPO (flat observation) on
-GeoPipe-Fig1-v0 run without error, and the trained masked policy only plays legal actions."""
+GeoPipe-Fig1-v1 run without error, and the trained masked policy only plays legal actions."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore:.*maximum value is infinity.*")
 
-FIG1 = "bacepipe_env/GeoPipe-Fig1-v0"
+FIG1 = "bacepipe_env/GeoPipe-Fig1-v1"
 
 
 @pytest.fixture(autouse=True)

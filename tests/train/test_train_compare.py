@@ -121,7 +121,7 @@ def test_heuristic_runs_carry_hparams(compared: dict[str, Any], policy: str) -> 
     placement = make_agent(policy).placement
     for line in (
         f"| policy | {policy} |",
-        "| env_id | bacepipe_env/GeoPipe-v0 |",
+        "| env_id | bacepipe_env/GeoPipe-v1 |",
         f"| placement | {placement} |",
         "| n_eval | 2 |",
         "| eval_seed | 1000000 |",

@@ -1,4 +1,4 @@
-"""A tiny `python -m train.learn` run (256 steps of MaskablePPO on GeoPipe-v0) and what it
+"""A tiny `python -m train.learn` run (256 steps of MaskablePPO on GeoPipe-v1) and what it
 leaves behind: config.json, TensorBoard events with the eval/ tags, CSVs, checkpoints and a
 model that loads through `agents` and plays a whole episode with only legal actions.
 
@@ -37,8 +37,8 @@ from tensorboard.util import tensor_util  # noqa: E402
 import bacepipe_env  # noqa: E402, F401  (registers the ids)
 from bacepipe_env.envs.agents import evaluate, run_episode  # noqa: E402
 
-ENV_ID = "bacepipe_env/GeoPipe-v0"
-FIG1_ID = "bacepipe_env/GeoPipe-Fig1-v0"
+ENV_ID = "bacepipe_env/GeoPipe-v1"
+FIG1_ID = "bacepipe_env/GeoPipe-Fig1-v1"
 EVAL_TAGS = ("eval/avg_jct_h", "eval/total_cost_usd", "eval/return")
 #: The tiny budget: 4 rollouts of 64 steps, evaluations at 0, 128 and 256, two checkpoints.
 TINY = (

@@ -1,7 +1,8 @@
 """Simulator throughput: episodes and scheduling decisions per second.
 
 Prints, for BACE-Pipe on one core:
-- the ``paper`` scenario (6 regions, 8 jobs): episodes/s and decisions/s;
+- the ``paper`` scenario (6 regions, 8 jobs): episodes/s and decisions/s, under each admission
+  rule (GPU memory checked) and under the paper's literal semantics (memory ignored, greedy);
 - a synthetic 32-region, 1,000-job scenario, all jobs at t = 0 and with Poisson arrivals:
   wall time to load and profile it, and to simulate it.
 
@@ -16,10 +17,11 @@ import platform
 import time
 
 from bacepipe_env import bace_pipe, load_scenario, synthetic_scenario
+from bacepipe_env.core.admission import ADMISSION_RULES
 
 
-def _paper(seconds: float) -> None:
-    scenario = load_scenario("paper", seed=0)
+def _paper(seconds: float, admission: str, ignore_memory: bool = False) -> None:
+    scenario = load_scenario("paper", seed=0, admission=admission, ignore_memory=ignore_memory)
     _ = scenario.profiles  # profiled once, as the Job Parser would
     policy = bace_pipe()
     policy.simulate(scenario)  # warm-up
@@ -29,9 +31,11 @@ def _paper(seconds: float) -> None:
         result = policy.simulate(scenario)
         n_eps += 1
         n_dec += result.n_decisions
+    world = "memory ignored" if ignore_memory else "memory checked"
     print(
-        f"paper (6 regions, 8 jobs), BACE-Pipe: {n_eps / elapsed:,.0f} episodes/s, "
-        f"{n_dec / elapsed:,.0f} decisions/s ({n_eps} episodes in {elapsed:.1f} s)"
+        f"paper (6 regions, 8 jobs), BACE-Pipe, {admission} admission, {world}: "
+        f"{n_eps / elapsed:,.0f} episodes/s, {n_dec / elapsed:,.0f} decisions/s "
+        f"({n_eps} episodes in {elapsed:.1f} s)"
     )
 
 
@@ -58,7 +62,9 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
     print(f"Python {platform.python_version()} on {platform.machine()}, one core")
-    _paper(args.seconds)
+    _paper(args.seconds, "greedy", ignore_memory=True)
+    for rule in ADMISSION_RULES:
+        _paper(args.seconds, rule)
     _large(None)
     _large(2.0)
 

@@ -3,8 +3,9 @@
 Events are job arrivals and completions in a heap ordered by ``(time, kind, sequence)``:
 completions before arrivals at the same instant, then submission order. After each batch of
 simultaneous events comes a scheduling pass: while a job is pending and a GPU is free, the
-ordering policy picks one of the pending jobs not yet tried in this pass and the placement
-policy places it on the free GPUs and residual bandwidth. A job whose placement is empty stays
+ordering policy picks one of the pending jobs not yet tried in this pass (and whose memory
+floor the free GPUs can reach) and the placement policy places it on the free GPUs and
+residual bandwidth. A job whose placement is empty stays
 pending and is not offered again until the next event; the pass ends when no candidate is left.
 
 Two ways to drive it:
@@ -267,6 +268,7 @@ class Simulator:
         self._cluster = scenario.cluster
         self._profiles = scenario.profiles
         self._floors = scenario.memory_floors
+        self._min_floor = {j: min(f) for j, f in self._floors.items()}
         self._memory = not scenario.ignore_memory
         self._full_gpus: dict[int, int] = {}
         self._jobs = {j.job_id: j for j in scenario.jobs}
@@ -476,14 +478,18 @@ class Simulator:
     def next_decision(self) -> tuple[int, ...] | None:
         """Advance the clock until a job can be offered for placement.
 
-        Returns the candidate job ids (pending, not yet tried in this pass, in submission
-        order) or ``None`` when every job has finished. Calling it again without placing
-        returns the same candidates.
+        Returns the candidate job ids (pending, not yet tried in this pass, with a memory floor
+        no larger than the free GPUs, in submission order) or ``None`` when every job has
+        finished. Calling it again without placing returns the same candidates.
         """
         while True:
-            if self._free_total > 0 and len(self._tried) < len(self._pending):
-                tried = self._tried
-                return tuple(j for j in self._pending if j not in tried)
+            free = self._free_total
+            if free > 0 and len(self._tried) < len(self._pending):
+                tried, need = self._tried, self._min_floor
+                # A job whose memory floor exceeds every free GPU together cannot start now.
+                candidates = tuple(j for j in self._pending if j not in tried and need[j] <= free)
+                if candidates:
+                    return candidates
             if not self._heap:
                 if self._pending:
                     what = "that fits in GPU memory " if self._memory else ""

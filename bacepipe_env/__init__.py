@@ -27,7 +27,7 @@ from .scenarios import list_scenarios, load_scenario, synthetic_scenario
 
 register_envs()
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BacepipeError",

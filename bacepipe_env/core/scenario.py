@@ -48,9 +48,8 @@ class Scenario:
         if not isinstance(self.ignore_memory, bool):
             raise ScenarioError("ignore_memory", self.ignore_memory, "must be true or false")
         if self.admission not in ADMISSION_RULES:
-            raise ScenarioError(
-                "admission", self.admission, f"unknown rule; choose from: {', '.join(ADMISSION_RULES)}"
-            )
+            known = ", ".join(ADMISSION_RULES)
+            raise ScenarioError("admission", self.admission, f"unknown rule; choose from: {known}")
         if not self.ignore_memory:
             self._check_memory()
 
@@ -85,18 +84,33 @@ class Scenario:
     def _check_memory(self) -> None:
         """Reject a job that no set of regions can ever hold in GPU memory."""
         capacity = self.cluster.capacity
+        memory = self.cluster.gpu_memory
         for job in self.jobs:
             prof = self.profiles[job.job_id]
             floors = self.memory_floors[job.job_id]
-            best, largest = largest_feasible_gpus(floors, capacity, prof.k_star)
-            if best:
+            if largest_feasible_gpus(floors, capacity, prof.k_star)[0]:
                 continue
-            mem = max(self.cluster.gpu_memory)
-            fit = layers_per_stage(prof, mem)
+            n_layers = job.model.n_layers
+            usable = sorted(
+                (f, r) for r, f in enumerate(floors) if layers_per_stage(prof, memory[r]) > 0
+            )
+            if not usable:
+                reason = f"not one of its {n_layers} layers fits in a {max(memory) / 1e9:g} GB GPU"
+            else:  # the region set that comes closest: the most GPUs it could have, vs its floor
+                total, closest = 0, (0, 0, 0)
+                for f, r in usable:
+                    total += capacity[r]
+                    if min(total, prof.k_star) >= closest[0]:
+                        closest = (min(total, prof.k_star), f, r)
+                largest, floor, r = closest
+                reason = (
+                    f"needs {floor} GPUs to fit in GPU memory "
+                    f"({layers_per_stage(prof, memory[r])} of {n_layers} layers per "
+                    f"{memory[r] / 1e9:g} GB GPU) but the largest placement possible is "
+                    f"{largest} GPUs"
+                )
             raise ScenarioError(
                 f"job {job.name}",
                 job.model.name,
-                f"needs {min(floors)} GPUs to fit in GPU memory ({fit} of "
-                f"{job.model.n_layers} layers per {mem / 1e9:g} GB GPU) but the largest "
-                f"placement possible is {largest} GPUs; set ignore_memory to run it anyway",
+                f"{reason}; set ignore_memory to run it anyway",
             )

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.admission import ADMISSION_RULES
 from ..core.cluster import Cluster, Region
 from ..core.job import Job
-from ..core.admission import ADMISSION_RULES
 from ..core.memory import memory_floor
 from ..core.perf import ProfileCache, profile_job
 from ..core.scenario import Scenario
@@ -180,9 +180,8 @@ class RandomScenarioGenerator:
         if not isinstance(self.ignore_memory, bool):
             raise ScenarioError("ignore_memory", self.ignore_memory, "must be True or False")
         if self.admission not in ADMISSION_RULES:
-            raise ScenarioError(
-                "admission", self.admission, f"unknown rule; choose from: {', '.join(ADMISSION_RULES)}"
-            )
+            known = ", ".join(ADMISSION_RULES)
+            raise ScenarioError("admission", self.admission, f"unknown rule; choose from: {known}")
         memory = self.gpu_memory_gb * 1e9
         floors = {}
         for name, (model, batch) in self._paper.models.items():
@@ -208,7 +207,7 @@ class RandomScenarioGenerator:
         prices = rng.uniform(*self.price_range, size=k).tolist()
         intra = rng.choice(np.asarray(self.intra_gbps_choices, dtype=float), size=k).tolist()
         lo, hi = np.log(self.bandwidth_gbps[0]), np.log(self.bandwidth_gbps[1])
-        links = gbps_to_bytes_per_s(np.exp(rng.uniform(lo, hi, size=(k, k))))  # bytes/s
+        links = np.exp(rng.uniform(lo, hi, size=(k, k))) * gbps_to_bytes_per_s(1.0)  # bytes/s
         memory = self.gpu_memory_gb * 1e9
         regions = tuple(
             Region(f"R{i}", gpus[i], prices[i], gbps_to_bytes_per_s(intra[i]), memory)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from numpy.typing import ArrayLike
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..core.validate import require_int, require_vector
 from ..errors import ValidationError
@@ -24,9 +23,10 @@ __all__ = ["cr_lcf", "cr_ldf", "even_allocate", "fill_in_path_order", "lcf", "ld
 def lcf(
     free: ArrayLike, price: ArrayLike, k_star: int, min_gpus: int | ArrayLike = 1
 ) -> tuple[list[int], dict[int, int]]:
-    """Lowest-Cost-First: the cheapest region with at least ``min_gpus`` free GPUs (ties to the
-    lower index) takes ``min(free, K*)`` GPUs. ``min_gpus`` is the job's memory floor, one
-    number or one per region (SPEC section 3a); 1 is the paper's rule."""
+    """Lowest-Cost-First: the cheapest region with at least ``min_gpus`` free GPUs (and
+    ``min_gpus <= K*``; ties to the lower index) takes ``min(free, K*)`` GPUs. ``min_gpus`` is
+    the job's memory floor, one number or one per region (SPEC section 3a); 1 is the paper's
+    rule."""
     f, p, _, k, _ = validated_inputs(free, price, None, k_star)
     return _lcf(f, p, k, _floors(min_gpus, len(f)))
 
@@ -34,8 +34,9 @@ def lcf(
 def ldf(
     free: ArrayLike, price: ArrayLike, k_star: int, min_gpus: int | ArrayLike = 1
 ) -> tuple[list[int], dict[int, int]]:
-    """Lowest-Delay-First: among the regions with at least ``min_gpus`` free GPUs, the one with
-    the most (ties to the cheaper, then the lower index) takes ``min(free, K*)`` GPUs."""
+    """Lowest-Delay-First: among the regions with at least ``min_gpus`` free GPUs (and
+    ``min_gpus <= K*``), the one with the most (ties to the cheaper, then the lower index)
+    takes ``min(free, K*)`` GPUs."""
     f, p, _, k, _ = validated_inputs(free, price, None, k_star)
     return _ldf(f, p, k, _floors(min_gpus, len(f)))
 
@@ -136,19 +137,26 @@ def _lcf(
 ) -> tuple[list[int], dict[int, int]]:
     best = -1
     for r, n in enumerate(free):
-        if n > 0 and (floor is None or n >= floor[r]) and (best < 0 or price[r] < price[best]):
+        if (
+            n > 0
+            and (floor is None or k_star >= floor[r] <= n)  # the region can host the floor
+            and (best < 0 or price[r] < price[best])
+        ):
             best = r
     return ([best], {best: min(free[best], k_star)}) if best >= 0 else ([], {})
 
 
 def _ldf_start(
-    free: Sequence[int], price: Sequence[float], floor: Sequence[int] | None = None
+    free: Sequence[int],
+    price: Sequence[float],
+    floor: Sequence[int] | None = None,
+    k_star: int = 0,
 ) -> int:
     best = -1
     for r, n in enumerate(free):
         if (
             n > 0
-            and (floor is None or n >= floor[r])
+            and (floor is None or k_star >= floor[r] <= n)  # the region can host the floor
             and (best < 0 or (n, -price[r]) > (free[best], -price[best]))
         ):
             best = r
@@ -158,7 +166,7 @@ def _ldf_start(
 def _ldf(
     free: Sequence[int], price: Sequence[float], k_star: int, floor: Sequence[int] | None = None
 ) -> tuple[list[int], dict[int, int]]:
-    best = _ldf_start(free, price, floor)
+    best = _ldf_start(free, price, floor, k_star)
     return ([best], {best: min(free[best], k_star)}) if best >= 0 else ([], {})
 
 

@@ -1,0 +1,314 @@
+"""The `bacepipe` command with GPU memory (SPEC 3a) and admission rules (SPEC 3b): the previous
+release's numbers under --ignore-memory --admission greedy, the knobs on every command, and
+one-line errors for bad input."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bacepipe_env import load_scenario
+from bacepipe_env.cli import main
+from bacepipe_env.core.units import hours
+from bacepipe_env.policies.registry import make_policy
+
+DATA = Path(__file__).parents[1] / "bacepipe_env/scenarios/data"
+RULES = ["greedy", "finish-aware", "full"]
+
+# Printed by the previous release (commit 690f023, before GPU memory and admission rules
+# existed) for `bacepipe compare --scenario paper --seeds 10`. It was produced by that release,
+# not by the code under test: --ignore-memory --admission greedy must reproduce it to the last
+# printed digit.
+PREVIOUS_RELEASE_COMPARE = """\
+policy           avg JCT h         total cost $  JCT / bace-pipe  cost / bace-pipe
+---------  ---------------  -------------------  ---------------  ----------------
+bace-pipe  682.61 ± 537.16  4,512.95 ± 1,591.08    1.000 ± 0.000     1.000 ± 0.000
+lcf         209.69 ± 60.51  4,731.50 ± 1,375.98    0.744 ± 0.338     1.095 ± 0.124
+ldf         203.02 ± 57.72  5,135.86 ± 1,371.07    0.713 ± 0.322     1.210 ± 0.178
+cr-lcf     282.50 ± 103.37  5,081.96 ± 1,419.04    1.036 ± 0.576     1.185 ± 0.148
+cr-ldf     282.70 ± 103.41  5,280.64 ± 1,406.66    1.036 ± 0.577     1.244 ± 0.179
+mean ± 95% CI half-width over 10 seeds (Student t); ratios are per seed"""
+
+
+def _experiment_argv(command: str, out: Path, *extra: str) -> list[str]:
+    return [command, "--seeds", "1", "--workers", "1", "--out", str(out), *extra]
+
+
+def test_ignore_memory_greedy_reproduces_the_previous_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", "--scenario", "paper", "--seeds", "10", "--ignore-memory"]
+    argv += ["--admission", "greedy", "--workers", "1", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    table = out.split("\n\nwrote ")[0]
+    assert table == PREVIOUS_RELEASE_COMPARE
+    data = json.loads((tmp_path / "compare.json").read_text())
+    assert data["knobs"] == {"admission": "greedy", "ignore_memory": True}
+    assert {run["admission"] for run in data["runs"]} == {"greedy"}
+    assert len(data["runs"]) == 50
+
+
+# ---------------------------------------------------------------------------------------------
+# simulate
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", ["lcf", "cr-ldf", "sjf", "no-costmin"])
+def test_simulate_policy(policy: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--scenario", "paper", "--policy", policy]) == 0
+    out = capsys.readouterr().out
+    assert f"scenario paper, policy {policy}, 8 jobs, greedy admission, memory checked" in out
+    assert out.splitlines()[0].split()[:6] == ["job", "model", "dataset", "K*", "floor", "GPUs"]
+    # the table and the Python API agree
+    expected = make_policy(policy).simulate(load_scenario("paper", seed=0))
+    line = next(x for x in out.splitlines() if x.strip().startswith("average JCT"))
+    assert line.split()[2] == f"{hours(expected.avg_jct):.2f}"
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("policy", ["bace-pipe", "ldf"])
+def test_simulate_json_records_admission_and_memory(
+    rule: str, policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["simulate", "--scenario", "paper", "--seed", "2", "--policy", policy]
+    assert main([*argv, "--admission", rule, "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["admission"] == rule
+    assert data["ignore_memory"] is False
+    assert data["params"]["admission"] == rule
+    assert data["params"]["ignore_memory"] is False
+    expected = make_policy(policy, seed=2).simulate(load_scenario("paper", seed=2), admission=rule)
+    assert data["avg_jct_s"] == expected.avg_jct
+    assert data["total_cost_usd"] == expected.total_cost
+    for row, rec in zip(data["jobs"], expected.records, strict=True):
+        assert row["memory_floor"] == rec.memory_floor
+        assert row["gpus"] == rec.n_gpus >= rec.memory_floor
+
+
+def test_simulate_json_ignore_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "run.json"
+    argv = ["simulate", "--scenario", "paper", "--ignore-memory", "--admission", "full"]
+    assert main([*argv, "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "full admission, memory ignored" in text
+    data = json.loads(out.read_text())
+    assert data["admission"] == "full"
+    assert data["ignore_memory"] is True
+    assert data["params"]["ignore_memory"] is True
+    assert {row["memory_floor"] for row in data["jobs"]} == {1}
+
+
+def test_simulate_file_fields_and_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a file's own admission and ignore_memory apply unless the flags override them
+    spec = json.loads((DATA / "fig1.json").read_text())  # ignore_memory: true
+    spec["admission"] = "finish-aware"
+    path = tmp_path / "fig1-fa.json"
+    path.write_text(json.dumps(spec))
+    assert main(["simulate", "--scenario", str(path), "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["admission"], data["ignore_memory"]) == ("finish-aware", True)
+    assert main(["simulate", "--scenario", str(path), "--admission", "greedy", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["admission"], data["ignore_memory"]) == ("greedy", True)
+
+
+# ---------------------------------------------------------------------------------------------
+# compare, sweep, ablation with --admission
+# ---------------------------------------------------------------------------------------------
+
+
+def _runs(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_compare_admission(rule: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = _experiment_argv("compare", tmp_path, "--seeds", "2", "--admission", rule)
+    argv += ["--policies", "bace-pipe,lcf"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("policy ")
+    data = json.loads((tmp_path / "compare.json").read_text())
+    assert data["knobs"] == {"admission": rule}
+    runs = _runs(tmp_path / "compare-runs.csv")
+    assert {r["admission"] for r in runs} == {rule}
+    assert len(runs) == 4
+    # every run is the Python API's
+    for row in runs:
+        seed = int(row["seed"])
+        res = make_policy(row["policy"], seed=seed).simulate(
+            load_scenario("paper", seed=seed), admission=rule
+        )
+        assert float(row["avg_jct_h"]) == pytest.approx(hours(res.avg_jct), rel=1e-12)
+        assert float(row["total_cost_usd"]) == pytest.approx(res.total_cost, rel=1e-12)
+
+
+def test_sweep_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["sweep", "--kind", "jobs", "--values", "8", "--seeds", "2", "--workers", "1"]
+    argv += ["--out", str(tmp_path), "--admission", "full"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "jobs sweep, n_jobs = 8" in out
+    data = json.loads((tmp_path / "sweep-jobs.json").read_text())
+    assert data["knobs"] == {"admission": "full"}
+    runs = _runs(tmp_path / "sweep-jobs-runs.csv")
+    assert runs and {r["admission"] for r in runs} == {"full"}
+    row = next(r for r in runs if r["policy"] == "bace-pipe" and r["seed"] == "1")
+    res = make_policy("bace-pipe").simulate(
+        load_scenario("paper", seed=1, n_jobs=8), admission="full"
+    )
+    assert float(row["avg_jct_h"]) == pytest.approx(hours(res.avg_jct), rel=1e-12)
+
+
+def test_ablation_admission(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = _experiment_argv("ablation", tmp_path, "--admission", "finish-aware")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    for name in ("bace-pipe", "no-priority", "no-pathfinder", "no-costmin"):
+        assert f"\n{name} " in out
+    files = list(tmp_path.glob("ablation*.json"))
+    assert len(files) == 1
+    data = json.loads(files[0].read_text())
+    assert data["knobs"] == {"admission": "finish-aware"}
+    assert {r["admission"] for r in data["runs"]} == {"finish-aware"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input: exactly one line on stderr, exit status 2, naming the field
+# ---------------------------------------------------------------------------------------------
+
+COMMANDS = ["simulate", "compare", "sweep", "ablation"]
+
+
+def _argv(command: str, scenario: str, out: Path) -> list[str]:
+    if command == "simulate":
+        return ["simulate", "--scenario", scenario]
+    argv = _experiment_argv(command, out, "--scenario", scenario)
+    if command == "sweep":
+        argv += ["--kind", "jobs", "--values", "8"]
+    return argv
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert "Traceback" not in captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_unknown_admission_flag(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*_argv(command, "paper", tmp_path / "out"), "--admission", "eager"]) == 2
+    line = _one_error_line(capsys)
+    assert line == "bacepipe: error: --admission: choose from: greedy, finish-aware, full " + (
+        "(got 'eager')"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def _paper(**top: Any) -> dict[str, Any]:
+    spec = json.loads((DATA / "paper.json").read_text())
+    spec.update(top)
+    return spec
+
+
+def _bad_region_memory(value: Any) -> dict[str, Any]:
+    spec = _paper()
+    spec["regions"][2]["gpu_memory_gb"] = value
+    return spec
+
+
+def _bad_constants_memory(value: Any) -> dict[str, Any]:
+    spec = _paper()
+    spec["constants"]["gpu_memory_gb"] = value
+    return spec
+
+
+def _never_fits() -> dict[str, Any]:
+    spec = json.loads((DATA / "fig1.json").read_text())
+    spec["ignore_memory"] = False
+    return spec
+
+
+BAD_FILES = {
+    # name: (spec, the start of the one error line after "bacepipe: error: ")
+    "region-memory-zero": (
+        _bad_region_memory(0),
+        "regions[2].gpu_memory_gb: must be > 0",
+    ),
+    "region-memory-negative": (
+        _bad_region_memory(-48),
+        "regions[2].gpu_memory_gb: must be > 0",
+    ),
+    "region-memory-string": (
+        _bad_region_memory("48"),
+        "regions[2].gpu_memory_gb: must be a number",
+    ),
+    "constants-memory-zero": (
+        _bad_constants_memory(0),
+        "constants.gpu_memory_gb: must be > 0",
+    ),
+    "constants-memory-negative": (
+        _bad_constants_memory(-1.5),
+        "constants.gpu_memory_gb: must be > 0",
+    ),
+    "unknown-admission": (
+        _paper(admission="eager"),
+        "admission: unknown rule; choose from: greedy, finish-aware, full (got 'eager')",
+    ),
+    "ignore-memory-string": (
+        _paper(ignore_memory="yes"),
+        "ignore_memory: must be true or false (got 'yes')",
+    ),
+    "ignore-memory-int": (
+        _paper(ignore_memory=1),
+        "ignore_memory: must be true or false (got 1)",
+    ),
+    "ignore-memory-null": (
+        _paper(ignore_memory=None),
+        "ignore_memory: must be true or false (got None)",
+    ),
+    "never-fits": (
+        _never_fits(),
+        "job Q: needs 27 GPUs to fit in GPU memory (3 of 80 layers per 48 GB GPU) but the "
+        "largest placement possible is 11 GPUs",
+    ),
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("case", list(BAD_FILES))
+def test_bad_scenario_file(
+    case: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec, start = BAD_FILES[case]
+    path = tmp_path / f"{case}.json"
+    path.write_text(json.dumps(copy.deepcopy(spec)))
+    assert main(_argv(command, str(path), tmp_path / "out")) == 2
+    line = _one_error_line(capsys)
+    assert line.startswith(f"bacepipe: error: {start}"), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_ignore_memory_flag_runs_a_scenario_that_never_fits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "fig1-memory.json"
+    path.write_text(json.dumps(_never_fits()))
+    assert main(["simulate", "--scenario", str(path)]) == 2
+    assert "job Q" in _one_error_line(capsys)
+    assert main(["simulate", "--scenario", str(path), "--ignore-memory", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ignore_memory"] is True
+    assert [row["name"] for row in data["jobs"]] == ["P", "Q"]

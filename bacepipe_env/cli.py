@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .core.admission import ADMISSION_RULES
 from .core.simulator import RunResult
 from .core.units import hours
 from .errors import BacepipeError, ValidationError
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
+from .experiments.reproduce import CLAIMS, run_reproduce, verdict
 from .experiments.runner import default_workers
 from .policies import bace_pipe
-from .core.admission import ADMISSION_RULES
 from .policies.registry import (
     ablation_names,
     baseline_names,
@@ -197,6 +198,30 @@ def _parser() -> argparse.ArgumentParser:
         "BACE-Pipe against its ablations (the paper's Fig. 8)",
         ",".join(ablation_names()),
     )
+    rep = sub.add_parser(
+        "reproduce",
+        help="every claim of the paper's Section IV under four semantics: DIR/reproduction.md "
+        "and Fig. 4-8 style charts in DIR/img/",
+    )
+    rep.add_argument(
+        "--out",
+        default="out/reproduce",
+        metavar="DIR",
+        help="output directory (default out/reproduce; `--out docs` regenerates the docs)",
+    )
+    rep.add_argument(
+        "--seeds",
+        default="10",
+        metavar="N|LIST",
+        help="a count N (seeds 0..N-1), a list '0,3,7' or a range '0-9' (default 10)",
+    )
+    rep.add_argument(
+        "--workers",
+        type=_int_at_least(1),
+        default=None,
+        metavar="N",
+        help="worker processes (default: up to 2 cores)",
+    )
     return parser
 
 
@@ -275,7 +300,9 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.partial_take and args.policy != "bace-pipe":
         raise ValidationError("--partial-take", args.policy, "applies to --policy bace-pipe only")
     policy = (
-        bace_pipe(partial_take=True) if args.partial_take else make_policy(args.policy, seed=args.seed)
+        bace_pipe(partial_take=True)
+        if args.partial_take
+        else make_policy(args.policy, seed=args.seed)
     )
     scenario = load_scenario(
         args.scenario,
@@ -400,6 +427,28 @@ def _experiment(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reproduce(args: argparse.Namespace) -> int:
+    if not args.out.strip():
+        raise ValidationError("--out", args.out, "give an output directory")
+    seeds = parse_seeds(args.seeds)
+    outcome = run_reproduce(Path(args.out), seeds, workers=args.workers or default_workers())
+    for warning in outcome.warnings:
+        print(f"note: {warning}", file=sys.stderr)
+    n = len(CLAIMS)
+    for row in outcome.rows:
+        vs = [verdict(c, row) for c in CLAIMS]
+        print(
+            f"{row.semantics.name:24s} {row.scenario:10s} "
+            f"{sum(v.direction for v in vs):2d}/{n} in direction, "
+            f"{sum(v.significant for v in vs):2d}/{n} with the CI excluding zero"
+        )
+    if outcome.failing:
+        print(f"no row reproduces: {', '.join(c.id for c in outcome.failing)}")
+    img = outcome.report.parent / "img"
+    print(f"\nwrote {outcome.report} and {len(outcome.images)} charts to {img}/")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bacepipe`` console script; returns the exit status."""
     args = _parser().parse_args(argv)
@@ -416,6 +465,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command in ("compare", "sweep", "ablation"):
             return _experiment(args)
+        if args.command == "reproduce":
+            return _reproduce(args)
         return _simulate(args)
     except BacepipeError as err:
         print(f"bacepipe: error: {err}", file=sys.stderr)

@@ -1,17 +1,22 @@
 """Experiments of the paper's Section IV: compare (Fig. 4), sweeps (Figs. 5-7), ablation
-(Fig. 8), with statistics over seeds, CSV/JSON/PNG output and TensorBoard scalars."""
+(Fig. 8), with statistics over seeds, CSV/JSON/PNG output and TensorBoard scalars; and
+``reproduce``, every claim of Section IV under four simulator semantics as one report."""
 
 from .experiments import SWEEPS, ExperimentOutcome, reference_policy, run_compare, run_sweep
+from .reproduce import CLAIMS, SEMANTICS, ReproduceOutcome, run_reproduce
 from .runner import RunSpec, RunSummary, run_all
 from .stats import Estimate, estimate
 from .summary import PolicyStats, format_table, summarise
 from .tensorboard import ScalarWriter
 
 __all__ = [
+    "CLAIMS",
+    "SEMANTICS",
     "SWEEPS",
     "Estimate",
     "ExperimentOutcome",
     "PolicyStats",
+    "ReproduceOutcome",
     "RunSpec",
     "RunSummary",
     "ScalarWriter",
@@ -20,6 +25,7 @@ __all__ = [
     "reference_policy",
     "run_all",
     "run_compare",
+    "run_reproduce",
     "run_sweep",
     "summarise",
 ]

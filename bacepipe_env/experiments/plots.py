@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import BacepipeError
 from .summary import PolicyStats
 
-__all__ = ["bar_chart", "sweep_chart"]
+__all__ = ["bar_chart", "grouped_bar_chart", "sweep_chart"]
 
 
 def _pyplot() -> Any:
@@ -77,6 +77,45 @@ def sweep_chart(
         ax.set_xticks(list(xs))
         ax.grid(alpha=0.3)
     axes[0].legend(frameon=False, fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def grouped_bar_chart(
+    categories: Sequence[str],
+    series: Mapping[str, Sequence[PolicyStats]],
+    path: Path,
+    title: str,
+    reference: str,
+) -> Path:
+    """Two stacked panels (average JCT, total cost) of values normalised to ``reference``: one
+    group of bars per category, one bar per series, with 95% CI error bars. ``series[name][i]``
+    is the stats of ``categories[i]`` under that series (for example one simulator semantics)."""
+    plt = _pyplot()
+    n = max(1, len(series))
+    fig, axes = plt.subplots(
+        2, 1, figsize=(max(6.0, 1.15 * len(categories) + 1.5), 6.4), dpi=120, sharex=True
+    )
+    width = 0.8 / n
+    xs = range(len(categories))
+    for ax, attr, ylabel in (
+        (axes[0], "jct_norm", "Avg. JCT"),
+        (axes[1], "cost_norm", "Total Cost"),
+    ):
+        for k, (name, stats) in enumerate(series.items()):
+            means = [getattr(s, attr).mean for s in stats]
+            errs = [0.0 if getattr(s, attr).n < 2 else getattr(s, attr).ci95 for s in stats]
+            offset = (k - (n - 1) / 2) * width
+            ax.bar([x + offset for x in xs], means, width, yerr=errs, capsize=2, label=name)
+        ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+        ax.set_ylabel(f"{ylabel} / {reference}")
+        ax.grid(axis="y", alpha=0.3)
+    axes[1].set_xticks(list(xs))
+    axes[1].set_xticklabels(list(categories), rotation=20, ha="right")
+    axes[0].legend(frameon=False, fontsize=8, ncol=min(n, 4))
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(path)

@@ -1,0 +1,1691 @@
+"""``bacepipe reproduce``: every quantitative claim of the paper's Section IV, under four
+simulator semantics, as one generated report (``reproduction.md`` plus Fig. 4-8 style PNGs).
+
+The runs reuse the experiment machinery (:func:`expand`, :func:`run_all`, :func:`summarise`,
+:func:`estimate` and the chart helpers); the report is a pure function of the seeds, so the same
+command writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.admission import ADMISSION_RULES
+from ..core.scenario import Scenario
+from ..core.simulator import JobRecord, RunResult
+from ..core.units import hours
+from ..core.validate import require_int
+from ..errors import BacepipeError, ScenarioError, ValidationError
+from ..policies import bace_pipe
+from ..policies.base import Policy
+from ..policies.registry import make_policy
+from ..scenarios.loader import load_scenario
+from .experiments import SWEEPS
+from .plots import bar_chart, grouped_bar_chart, sweep_chart
+from .runner import RunSpec, RunSummary, expand, run_all
+from .stats import Estimate, estimate
+from .summary import PolicyStats, summarise
+
+__all__ = [
+    "ABLATIONS",
+    "BASELINES",
+    "CLAIMS",
+    "SCENARIOS",
+    "SEMANTICS",
+    "Claim",
+    "ReproduceOutcome",
+    "RowRuns",
+    "Semantics",
+    "Verdict",
+    "cell_text",
+    "failing_claims",
+    "render_report",
+    "run_reproduce",
+    "run_rows",
+    "seeds_text",
+    "verdict",
+]
+
+REFERENCE = "bace-pipe"
+BASELINES = ("lcf", "ldf", "cr-lcf", "cr-ldf")
+ABLATIONS = ("no-pathfinder", "no-priority", "no-costmin")
+SCENARIOS = ("paper", "paper-aws")
+
+#: Short display names of the policies.
+LABEL = {
+    "bace-pipe": "BACE-Pipe",
+    "lcf": "LCF",
+    "ldf": "LDF",
+    "cr-lcf": "CR-LCF",
+    "cr-ldf": "CR-LDF",
+    "no-pathfinder": "w/o Pathfinder",
+    "no-priority": "w/o Priority",
+    "no-costmin": "w/o Cost-Min",
+}
+_SHORT = {"lcf": "lcf", "ldf": "ldf", "cr-lcf": "crlcf", "cr-ldf": "crldf"}
+
+
+@dataclass(frozen=True)
+class Semantics:
+    """How the simulator treats GPU memory and admission (SPEC sections 3a, 3b)."""
+
+    name: str
+    knobs: tuple[tuple[str, Any], ...]  # load_scenario keywords
+    about: str
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """The knobs as load_scenario keywords."""
+        return dict(self.knobs)
+
+    @property
+    def memory(self) -> bool:
+        """Whether GPU memory is checked."""
+        return not self.kwargs["ignore_memory"]
+
+
+SEMANTICS = (
+    Semantics(
+        "ignore-memory + greedy",
+        (("admission", "greedy"), ("ignore_memory", True)),
+        "the paper as printed: any GPU count may start, Alg. 1 never waits",
+    ),
+    Semantics(
+        "greedy",
+        (("admission", "greedy"), ("ignore_memory", False)),
+        "memory checked; a job starts whenever a placement that fits exists",
+    ),
+    Semantics(
+        "finish-aware",
+        (("admission", "finish-aware"), ("ignore_memory", False)),
+        "memory checked; a job waits for the next release when that finishes it earlier",
+    ),
+    Semantics(
+        "full",
+        (("admission", "full"), ("ignore_memory", False)),
+        "memory checked; a job starts only with the GPUs it would get on the idle cluster",
+    ),
+)
+
+#: An experiment point: ("default", 0) or (sweep kind, value).
+Point = tuple[str, float]
+DEFAULT: Point = ("default", 0.0)
+
+
+def points() -> list[tuple[Point, tuple[str, ...]]]:
+    """Every experiment point with the policies run there: the default world with the
+    baselines and the ablations (Figs. 4, 8), then every sweep value with the baselines."""
+    out: list[tuple[Point, tuple[str, ...]]] = [(DEFAULT, (REFERENCE, *BASELINES, *ABLATIONS))]
+    for kind, (_, values, _) in SWEEPS.items():
+        out += [((kind, float(v)), (REFERENCE, *BASELINES)) for v in values]
+    return out
+
+
+def _knobs(sem: Semantics, point: Point) -> dict[str, Any]:
+    kind, value = point
+    if kind == "default":
+        return sem.kwargs
+    knob = SWEEPS[kind][0]
+    return {**sem.kwargs, knob: int(value) if knob == "n_jobs" else value}
+
+
+@dataclass
+class RowRuns:
+    """The runs of one semantics on one scenario, by point, policy and seed."""
+
+    semantics: Semantics
+    scenario: str
+    seeds: tuple[int, ...]
+    runs: dict[Point, dict[str, dict[int, RunSummary]]]
+
+    def jct(self, point: Point, policy: str, seed: int) -> float:
+        """Average JCT (h) of a policy on a seed at a point."""
+        return self.runs[point][policy][seed].avg_jct_h
+
+    def cost(self, point: Point, policy: str, seed: int) -> float:
+        """Total cost ($) of a policy on a seed at a point."""
+        return self.runs[point][policy][seed].total_cost_usd
+
+    def stats(self, point: Point) -> list[PolicyStats]:
+        """Per-policy statistics at a point, normalised to BACE-Pipe (summary.summarise)."""
+        return summarise(
+            [r for by_seed in self.runs[point].values() for r in by_seed.values()], REFERENCE
+        )
+
+    @property
+    def label(self) -> str:
+        """``semantics / scenario``."""
+        return f"{self.semantics.name} / {self.scenario}"
+
+
+def specs_for(sem: Semantics, scenario: str, seeds: Sequence[int]) -> list[RunSpec]:
+    """Every run of one row, tagged with its point."""
+    out = []
+    for point, policies in points():
+        tag = {"semantics": sem.name, "point": point[0], "value": point[1]}
+        out += expand(policies, scenario, seeds, _knobs(sem, point), tag)
+    return out
+
+
+def run_rows(
+    seeds: Sequence[int], *, workers: int = 1, progress: bool | None = None
+) -> list[RowRuns]:
+    """Run every row (semantics x scenario) in one :func:`run_all` call."""
+    cells = [(sem, sc) for sem in SEMANTICS for sc in SCENARIOS]
+    specs = [s for sem, sc in cells for s in specs_for(sem, sc, seeds)]
+    results = run_all(specs, workers=workers, label="reproduce", progress=progress)
+    rows = {(sem.name, sc): RowRuns(sem, sc, tuple(seeds), {}) for sem, sc in cells}
+    for r in results:
+        row = rows[(r.spec.tag["semantics"], r.spec.scenario)]
+        point = (r.spec.tag["point"], r.spec.tag["value"])
+        row.runs.setdefault(point, {}).setdefault(r.spec.policy, {})[r.spec.seed] = r
+    return list(rows.values())
+
+
+# --- the claims ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One quantitative claim of Section IV, tested by the sign of a per-seed quantity.
+
+    With one point the quantity is ``100 * (x_policy / x_ref - 1)`` (averaged over
+    ``policies`` when there are several); with two points it is that gap at ``points[0]``
+    minus the gap at ``points[1]``, in percentage points. Positive is the paper's direction.
+    """
+
+    id: str
+    figure: str
+    words: str  # the paper's words
+    paper: str  # the number the paper gives
+    test: str  # the per-seed quantity, in words
+    metric: str  # "jct" or "cost"
+    policies: tuple[str, ...]
+    ref: str
+    points: tuple[Point, ...]
+    family: str  # claims that one mechanism explains
+
+    def gap(self, row: RowRuns, seed: int, point: Point, policy: str) -> float:
+        """``100 * (x_policy / x_ref - 1)`` on one seed at one point."""
+        get = row.jct if self.metric == "jct" else row.cost
+        return 100.0 * (get(point, policy, seed) / get(point, self.ref, seed) - 1.0)
+
+    def quantity(self, row: RowRuns, seed: int) -> float:
+        """The per-seed quantity (percent, or percentage points for a trend)."""
+
+        def mean_gap(point: Point) -> float:
+            return math.fsum(self.gap(row, seed, point, p) for p in self.policies) / len(
+                self.policies
+            )
+
+        if len(self.points) == 1:
+            return mean_gap(self.points[0])
+        return mean_gap(self.points[0]) - mean_gap(self.points[1])
+
+    def values(self, row: RowRuns) -> list[float]:
+        """The per-seed quantity on every seed of the row."""
+        return [self.quantity(row, s) for s in row.seeds]
+
+    def estimate(self, row: RowRuns) -> Estimate:
+        """Mean ± 95% CI of the per-seed quantity."""
+        return estimate(self.values(row))
+
+    @property
+    def trend(self) -> bool:
+        """Whether the claim compares a gap at two points."""
+        return len(self.points) == 2
+
+
+def _claims() -> list[Claim]:
+    out: list[Claim] = []
+    bw = {v: ("bandwidth", v) for v in (0.3, 0.9, 1.5)}
+    gpu = {v: ("gpu", v) for v in (0.5, 0.75, 1.25)}
+    jobs = {v: ("jobs", float(v)) for v in (8, 12, 16, 20, 24)}
+
+    def each(
+        prefix: str,
+        figure: str,
+        words: str,
+        metric: str,
+        point: Point,
+        paper: Mapping[str, str],
+        where: str = "",
+        policies: Sequence[str] = BASELINES,
+    ) -> None:
+        what = "JCT" if metric == "jct" else "cost"
+        for p in policies:
+            out.append(
+                Claim(
+                    f"{prefix}-{_SHORT[p]}",
+                    figure,
+                    words.format(p=LABEL[p]),
+                    paper[p],
+                    f"{LABEL[p]} {what} / BACE-Pipe {what} - 1{where}",
+                    metric,
+                    (p,),
+                    REFERENCE,
+                    (point,),
+                    metric,
+                )
+            )
+
+    rng = "+27.9% to +64.7% (range over the four)"
+    each(
+        "4J",
+        "Fig. 4",
+        "{p} has a longer average JCT than BACE-Pipe",
+        "jct",
+        DEFAULT,
+        {
+            "lcf": rng,
+            "ldf": f"{rng}; +27.9% implied (1.647 / 1.288)",
+            "cr-lcf": f"{rng}; +44.7% implied (1.279 x 1.131)",
+            "cr-ldf": f"{rng}; +64.7% (Sec. IV-D)",
+        },
+    )
+    each(
+        "4C",
+        "Fig. 4",
+        "{p} has a higher total cost than BACE-Pipe",
+        "cost",
+        DEFAULT,
+        dict.fromkeys(BASELINES, "+12.6% to +30.6% (range over the four)"),
+    )
+    for p, num in (("cr-ldf", "+28.8%"), ("cr-lcf", "+13.1%")):
+        out.append(
+            Claim(
+                f"4P-{_SHORT[p]}",
+                "Fig. 4",
+                f"cross-region paradox: {LABEL[p]} has a longer average JCT than LDF",
+                num,
+                f"{LABEL[p]} JCT / LDF JCT - 1",
+                "jct",
+                (p,),
+                "ldf",
+                (DEFAULT,),
+                "paradox",
+            )
+        )
+    each(
+        "5J.3",
+        "Fig. 5",
+        "at 0.3x bandwidth {p} has a longer average JCT than BACE-Pipe",
+        "jct",
+        bw[0.3],
+        {"ldf": "+10.7%", "cr-ldf": "+26.2%"},
+        ", bandwidth x0.3",
+        ("ldf", "cr-ldf"),
+    )
+    each(
+        "5C.3",
+        "Fig. 5",
+        "at 0.3x bandwidth {p} has a higher cost than BACE-Pipe",
+        "cost",
+        bw[0.3],
+        dict.fromkeys(BASELINES, "+29.2% to +34.9% (range)"),
+        ", bandwidth x0.3",
+    )
+    each(
+        "5J1.5",
+        "Fig. 5",
+        "at 1.5x bandwidth {p} has a longer average JCT than BACE-Pipe",
+        "jct",
+        bw[1.5],
+        {**dict.fromkeys(BASELINES, "+42.9% to +240.3% (range)"), "cr-ldf": "+240.3% (3.4x)"},
+        ", bandwidth x1.5",
+    )
+    each(
+        "5C1.5",
+        "Fig. 5",
+        "at 1.5x bandwidth {p} has a higher cost than BACE-Pipe",
+        "cost",
+        bw[1.5],
+        {**dict.fromkeys(BASELINES, "+14.3% to +28.5% (range)"), "cr-ldf": "+19.0%"},
+        ", bandwidth x1.5",
+    )
+    out.append(
+        Claim(
+            "5grow",
+            "Fig. 5",
+            "BACE-Pipe's JCT advantage grows with bandwidth (0.3x to 1.5x)",
+            "+10.7% / +26.2% at 0.3x; +42.9% to +240.3% at 1.5x",
+            "mean baseline JCT gap at x1.5 minus at x0.3 (points)",
+            "jct",
+            BASELINES,
+            REFERENCE,
+            (bw[1.5], bw[0.3]),
+            "bandwidth-trend",
+        )
+    )
+    each(
+        "6J.5",
+        "Fig. 6",
+        "at 0.5x GPUs {p} has a longer average JCT than BACE-Pipe",
+        "jct",
+        gpu[0.5],
+        {
+            **dict.fromkeys(BASELINES, "+32.2% to +69.9% (range)"),
+            "cr-lcf": "+32.2% to +69.9%; CR-* near +70%",
+            "cr-ldf": "+32.2% to +69.9%; CR-* near +70%",
+        },
+        ", GPUs x0.5",
+    )
+    each(
+        "6C.5",
+        "Fig. 6",
+        "at 0.5x GPUs {p} has a higher cost than BACE-Pipe",
+        "cost",
+        gpu[0.5],
+        dict.fromkeys(BASELINES, "+24.1% to +42.5% (range)"),
+        ", GPUs x0.5",
+    )
+    out.append(
+        Claim(
+            "6C.5-lcf>ldf",
+            "Fig. 6",
+            "at 0.5x GPUs LCF costs more than LDF",
+            "LCF above LDF (no number)",
+            "LCF cost / LDF cost - 1, GPUs x0.5",
+            "cost",
+            ("lcf",),
+            "ldf",
+            (gpu[0.5],),
+            "lcf-ldf",
+        )
+    )
+    each(
+        "6J1.25",
+        "Fig. 6",
+        "at 1.25x GPUs {p} still has a longer average JCT than BACE-Pipe",
+        "jct",
+        gpu[1.25],
+        dict.fromkeys(BASELINES, "+5.5% to +20.7% (range)"),
+        ", GPUs x1.25",
+    )
+    each(
+        "6C1.25",
+        "Fig. 6",
+        "at 1.25x GPUs {p} still has a higher cost than BACE-Pipe",
+        "cost",
+        gpu[1.25],
+        dict.fromkeys(BASELINES, "+0.2% to +9.4% (range)"),
+        ", GPUs x1.25",
+    )
+    out.append(
+        Claim(
+            "6narrow",
+            "Fig. 6",
+            "the JCT gaps narrow from 0.5x to 1.25x GPUs",
+            "+32.2% to +69.9% -> +5.5% to +20.7%",
+            "mean baseline JCT gap at x0.5 minus at x1.25 (points)",
+            "jct",
+            BASELINES,
+            REFERENCE,
+            (gpu[0.5], gpu[1.25]),
+            "gpu-trend",
+        )
+    )
+    out.append(
+        Claim(
+            "7crldf-fall",
+            "Fig. 7",
+            "CR-LDF's JCT overhead falls from 8 to 24 jobs",
+            "+64.7% -> +21.7% (43.0 points)",
+            "CR-LDF JCT gap at 8 jobs minus at 24 jobs (points)",
+            "jct",
+            ("cr-ldf",),
+            REFERENCE,
+            (jobs[8], jobs[24]),
+            "jobs-trend",
+        )
+    )
+    each(
+        "7J24",
+        "Fig. 7",
+        "at 24 jobs BACE-Pipe has a shorter average JCT than {p}",
+        "jct",
+        jobs[24],
+        dict.fromkeys(BASELINES, "9.7% to 23.3% improvement (range)"),
+        ", 24 jobs",
+    )
+    out.append(
+        Claim(
+            "7crlcf-cost",
+            "Fig. 7",
+            "the cost advantage over CR-LCF shrinks (to about 1% at 20-24 jobs)",
+            "about +1% at 20-24 jobs",
+            "CR-LCF cost gap at 8 jobs minus at 24 jobs (points)",
+            "cost",
+            ("cr-lcf",),
+            REFERENCE,
+            (jobs[8], jobs[24]),
+            "jobs-trend",
+        )
+    )
+    for abl, short, jnum, cnum in (
+        ("no-pathfinder", "pf", "+52.5%", "+20.5%"),
+        ("no-priority", "pr", "+41.9%", "+5.0%"),
+        ("no-costmin", "cm", "+4.6%", "+13.9%"),
+    ):
+        for metric, num in (("jct", jnum), ("cost", cnum)):
+            what = "JCT" if metric == "jct" else "cost"
+            longer = "a longer average JCT" if metric == "jct" else "a higher total cost"
+            out.append(
+                Claim(
+                    f"8{what[0].upper()}-{short}",
+                    "Fig. 8",
+                    f"{LABEL[abl]} has {longer} than BACE-Pipe",
+                    num,
+                    f"{LABEL[abl]} {what} / BACE-Pipe {what} - 1",
+                    metric,
+                    (abl,),
+                    REFERENCE,
+                    (DEFAULT,),
+                    f"ablation-{short}",
+                )
+            )
+    return out
+
+
+CLAIMS: tuple[Claim, ...] = tuple(_claims())
+FIGURES = ("Fig. 4", "Fig. 5", "Fig. 6", "Fig. 7", "Fig. 8")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A claim's estimate on one row and what it says about the paper's direction."""
+
+    est: Estimate
+    zero: bool  # the quantity is exactly zero on every seed
+
+    @property
+    def direction(self) -> bool:
+        """The mean has the paper's sign."""
+        return not self.zero and self.est.mean > 0
+
+    @property
+    def significant(self) -> bool:
+        """The 95% CI excludes zero, on the paper's side."""
+        return self.direction and not math.isnan(self.est.ci95) and self.est.mean > self.est.ci95
+
+    @property
+    def opposite(self) -> bool:
+        """The 95% CI excludes zero, on the other side."""
+        ci = self.est.ci95
+        return not self.zero and not math.isnan(ci) and self.est.mean < -ci
+
+    @property
+    def mark(self) -> str:
+        """``✓✓`` / ``✓`` / ``=`` / ``✗`` / ``✗✗`` (see the report's legend)."""
+        if self.zero:
+            return "="
+        if self.direction:
+            return "✓✓" if self.significant else "✓"
+        return "✗✗" if self.opposite else "✗"
+
+
+def verdict(claim: Claim, row: RowRuns) -> Verdict:
+    """The claim's estimate and marks on one row."""
+    values = claim.values(row)
+    return Verdict(estimate(values), all(v == 0.0 for v in values))
+
+
+# --- formatting ---------------------------------------------------------------------------
+
+
+def _num(x: float, signed: bool = True) -> str:
+    """One decimal; small non-zero values with two significant digits so their sign shows."""
+    if x == 0.0:
+        return "0.0"
+    if abs(x) < 0.05:
+        text = f"{x:.2g}"
+        return f"+{text}" if signed and x > 0 else text
+    return f"{x:+,.1f}" if signed else f"{x:,.1f}"
+
+
+def cell_text(v: Verdict) -> str:
+    """``+3.6 ± 57.6 ✓``: the mean, the 95% CI half-width and the mark."""
+    if math.isnan(v.est.ci95):
+        return f"{_num(v.est.mean)} {v.mark}"
+    return f"{_num(v.est.mean)} ± {_num(v.est.ci95, signed=False)} {v.mark}"
+
+
+def _h(x: float) -> str:
+    return f"{x:,.1f} h"
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
+    """A markdown table; ``align`` gives one letter per column (l or r; default l)."""
+    marks = [("---:" if (align[i : i + 1] == "r") else "---") for i in range(len(head))]
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(marks) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def seeds_text(seeds: Sequence[int]) -> str:
+    """The ``--seeds`` argument that gives ``seeds``: a count, a range or a list."""
+    s = list(seeds)
+    if s == list(range(len(s))):
+        return str(len(s))
+    if len(s) > 2 and s == list(range(s[0], s[-1] + 1)):
+        return f"{s[0]}-{s[-1]}"
+    return ",".join(map(str, s))
+
+
+def _seed_range(seeds: Sequence[int]) -> str:
+    s = list(seeds)
+    if len(s) > 1 and s == list(range(s[0], s[-1] + 1)):
+        return f"{s[0]}-{s[-1]}"
+    return ", ".join(map(str, s))
+
+
+def _rank(n: int, which: str) -> str:
+    """``the largest``, ``the 2nd largest``, ..."""
+    return f"the {which}" if n == 1 else f"the {_ordinal(n)} {which}"
+
+
+def _seeds_words(seeds: Sequence[int]) -> str:
+    return f"seed{'s' if len(seeds) > 1 else ''} {_seed_range(seeds)}"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def _point_words(point: Point) -> str:
+    kind, value = point
+    if kind == "default":
+        return "the default world"
+    if kind == "jobs":
+        return f"{int(value)} jobs"
+    return f"{'GPUs' if kind == 'gpu' else kind} x{value:g}"
+
+
+# --- per-job records for the mechanisms -----------------------------------------------------
+
+
+class _Records:
+    """Per-job records of single runs. :class:`RunSummary` keeps only a run's totals, so the
+    few runs a mechanism shows are simulated again (deterministic: the same totals)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[Any, ...], tuple[Scenario, RunResult]] = {}
+
+    def get(self, row: RowRuns, point: Point, policy: str, seed: int) -> tuple[Scenario, RunResult]:
+        key = (row.semantics.name, row.scenario, point, policy, seed)
+        if key not in self._cache:
+            scenario = load_scenario(row.scenario, seed=seed, **_knobs(row.semantics, point))
+            self._cache[key] = (scenario, make_policy(policy, seed=seed).simulate(scenario))
+        return self._cache[key]
+
+    def agg(self, row: RowRuns, point: Point, policy: str) -> _Agg:
+        """Per-job means over the row's seeds."""
+        waits, execs, gpus, waiting, gpu_h, price = [], [], [], [], [], []
+        for seed in row.seeds:
+            scenario, res = self.get(row, point, policy, seed)
+            recs = res.records
+            n = len(recs)
+            waits.append(math.fsum(hours(r.wait) for r in recs) / n)
+            execs.append(math.fsum(hours(r.execution) for r in recs) / n)
+            gpus.append(sum(r.n_gpus for r in recs) / n)
+            waiting.append(sum(r.wait > 0 for r in recs) / n)
+            gh = math.fsum(r.n_gpus * hours(r.execution) for r in recs)
+            gpu_h.append(gh)
+            price.append(res.total_cost / (gh * scenario.cluster.power_kw))
+
+        def mean(xs: list[float]) -> float:
+            return math.fsum(xs) / len(xs)
+
+        return _Agg(mean(waits), mean(execs), mean(gpus), mean(waiting), mean(gpu_h), mean(price))
+
+
+@dataclass(frozen=True)
+class _Agg:
+    wait_h: float  # mean wait per job
+    exec_h: float  # mean execution per job
+    gpus: float  # mean GPUs per job
+    waiting: float  # share of jobs that wait at all
+    gpu_h: float  # GPU-hours per run
+    price: float  # $/kWh paid on average: cost / (GPU-hours * power)
+
+
+def _job_price(scenario: Scenario, rec: JobRecord) -> float:
+    """The average $/kWh a job's GPUs pay."""
+    prices = scenario.cluster.prices
+    p = rec.placement
+    return math.fsum(prices[r] * n for r, n in zip(p.path, p.gpus)) / p.n_gpus
+
+
+# --- mechanisms of the claims no row reproduces ---------------------------------------------
+
+
+def failing_claims(rows: Sequence[RowRuns]) -> list[Claim]:
+    """The claims whose direction no row reproduces."""
+    return [c for c in CLAIMS if not any(verdict(c, r).direction for r in rows)]
+
+
+def _groups(claims: Sequence[Claim]) -> list[list[Claim]]:
+    """Failing claims that one mechanism explains: same family and points."""
+    out: dict[tuple[Any, ...], list[Claim]] = {}
+    for c in claims:
+        out.setdefault((c.family, c.points, c.ref), []).append(c)
+    return list(out.values())
+
+
+def _policy_quantity(claim: Claim, row: RowRuns, seed: int, policy: str) -> float:
+    """The claim's quantity for one of its policies alone."""
+    first = claim.gap(row, seed, claim.points[0], policy)
+    if not claim.trend:
+        return first
+    return first - claim.gap(row, seed, claim.points[1], policy)
+
+
+def _short_row(row: RowRuns) -> str:
+    return f"{row.semantics.name} / {row.scenario}"
+
+
+def _mechanism(group: Sequence[Claim], rows: Sequence[RowRuns], rec: _Records) -> list[str]:
+    printed = rows[0]  # the paper as printed, on the paper's scenario
+    est = {c.id: [verdict(c, r).est for r in rows] for c in group}
+    main = min(group, key=lambda c: (est[c.id][0].mean, c.id))
+    seeds = printed.seeds
+
+    def mean_q(p: str) -> float:
+        return math.fsum(_policy_quantity(main, printed, s, p) for s in seeds) / len(seeds)
+
+    pol = min(main.policies, key=lambda p: (mean_q(p), p))
+    ref = main.ref
+    means = [e.mean for c in group for e in est[c.id]]
+    ids = ", ".join(f"`{c.id}`" for c in group)
+    lines = [f"### {ids}", ""]
+    papers = list(dict.fromkeys(c.paper for c in group))
+    if len(papers) == 1:
+        words = f"{'; '.join(c.words for c in group)} (paper: {papers[0]})"
+    else:
+        words = "; ".join(f"{c.words} (paper: {c.paper})" for c in group)
+    lines.append(
+        f"The paper: {words}. No row has the paper's sign: across the {len(rows)} rows the "
+        f"means run from {_num(min(means))} to {_num(max(means))}"
+        f"{' points' if main.trend else '%'}."
+    )
+    lines.append("")
+    lines += _decomposition(main, pol, rows, rec)
+    lines.append("")
+    if main.metric == "cost" and ref == REFERENCE and not main.trend:
+        lines += _cost_story(main, pol, rows, rec)
+    elif main.metric == "jct" and ref == REFERENCE and main.trend:
+        lines += _queue_story(main, pol, rows, rec)
+    lines += _example(main, pol, printed, rec)
+    return lines
+
+
+def _decomposition(claim: Claim, pol: str, rows: Sequence[RowRuns], rec: _Records) -> list[str]:
+    R, A = LABEL[claim.ref], LABEL[pol]
+    head = ["row"]
+    for point in claim.points:
+        at = f", {_point_words(point)}" if claim.trend else ""
+        if claim.metric == "cost":
+            head += [f"{R} GPU-h{at}", f"{R} $/kWh{at}", f"{A} GPU-h{at}", f"{A} $/kWh{at}"]
+        else:
+            head += [f"{R} wait h{at}", f"{R} exec h{at}", f"{A} wait h{at}", f"{A} exec h{at}"]
+    head.append(f"`{claim.id}`")
+    body = []
+    for row in rows:
+        cells = [_short_row(row)]
+        for point in claim.points:
+            for p in (claim.ref, pol):
+                a = rec.agg(row, point, p)
+                if claim.metric == "cost":
+                    cells += [f"{a.gpu_h:,.0f}", f"{a.price:.3f}"]
+                else:
+                    cells += [f"{a.wait_h:,.1f}", f"{a.exec_h:,.1f}"]
+        cells.append(cell_text(verdict(claim, row)))
+        body.append(cells)
+    what = (
+        "GPU-hours per run and the average price they pay"
+        if claim.metric == "cost"
+        else "mean wait and mean execution per job"
+    )
+    out = [
+        f"Where the difference comes from, {what} (means over {_seeds_words(rows[0].seeds)}; "
+        f"{A} is the policy of `{claim.id}`, the claim of this group furthest from the paper on "
+        "the printed row):",
+        "",
+    ]
+    return out + _table(head, body, "l" + "r" * (len(head) - 1))
+
+
+def _cost_story(claim: Claim, pol: str, rows: Sequence[RowRuns], rec: _Records) -> list[str]:
+    point = claim.points[0]
+    R, A = LABEL[claim.ref], LABEL[pol]
+    r_agg = [rec.agg(row, point, claim.ref) for row in rows]
+    a_agg = [rec.agg(row, point, pol) for row in rows]
+    dearer = sum(r.price > a.price for r, a in zip(r_agg, a_agg))
+    more = sum(r.gpu_h > a.gpu_h for r, a in zip(r_agg, a_agg))
+    r0, a0 = r_agg[0], a_agg[0]
+    if r0.price > a0.price and r0.gpu_h <= a0.gpu_h:
+        why = "from the price it pays, not from GPU-hours (it runs fewer)"
+    elif r0.gpu_h > a0.gpu_h and r0.price <= a0.price:
+        why = "from GPU-hours, not from the price"
+    elif r0.gpu_h > a0.gpu_h:
+        why = "from both more GPU-hours and a higher price"
+    else:
+        why = "from neither mean alone (the ratio is taken seed by seed)"
+    return [
+        "Eq. (4) makes a run's cost its GPU-hours times the average price its GPUs pay "
+        f"(times {_power(rows[0]):g} kW per GPU). On the printed row at "
+        f"{_point_words(point)}, {R} runs {r0.gpu_h:,.0f} GPU-h at ${r0.price:.3f}/kWh on "
+        f"average and {A} {a0.gpu_h:,.0f} GPU-h at ${a0.price:.3f}/kWh: the gap comes {why}. "
+        f"{R} pays the higher average price in {dearer} of the {len(rows)} rows and runs more "
+        f"GPU-hours in {more}.",
+        "",
+    ]
+
+
+def _power(row: RowRuns) -> float:
+    return load_scenario(row.scenario, seed=row.seeds[0], **row.semantics.kwargs).cluster.power_kw
+
+
+def _queue_story(claim: Claim, pol: str, rows: Sequence[RowRuns], rec: _Records) -> list[str]:
+    p0, p1 = claim.points
+    R, A = LABEL[claim.ref], LABEL[pol]
+    grows = 0
+    for row in rows:
+        d0 = rec.agg(row, p0, pol).wait_h - rec.agg(row, p0, claim.ref).wait_h
+        d1 = rec.agg(row, p1, pol).wait_h - rec.agg(row, p1, claim.ref).wait_h
+        grows += d1 > d0
+    printed = rows[0]
+    a0, a1 = rec.agg(printed, p0, pol), rec.agg(printed, p1, pol)
+    r0, r1 = rec.agg(printed, p0, claim.ref), rec.agg(printed, p1, claim.ref)
+    w0, w1 = _point_words(p0), _point_words(p1)
+    out = [
+        f"A job's JCT is its wait plus its execution (Eq. 3), and every job is submitted at "
+        f"t = 0. On the printed row the share of jobs that wait at all grows from "
+        f"{100 * a0.waiting:.0f}% at {w0} to {100 * a1.waiting:.0f}% at {w1} under {A} "
+        f"({100 * r0.waiting:.0f}% to {100 * r1.waiting:.0f}% under {R}); {A}'s mean wait goes "
+        f"from {_h(a0.wait_h)} to {_h(a1.wait_h)} and {R}'s from {_h(r0.wait_h)} to "
+        f"{_h(r1.wait_h)}, while their mean execution goes from {_h(a0.exec_h)} to "
+        f"{_h(a1.exec_h)} and from {_h(r0.exec_h)} to {_h(r1.exec_h)}. {A}'s wait exceeds "
+        f"{R}'s by more at {w1} than at {w0} in {grows} of the {len(rows)} rows."
+    ]
+    if 2 * grows > len(rows):
+        out.append(
+            f" The longer the queue, the more an order matters: Eq. (12) runs jobs with a "
+            f"small E(1) first while the network is idle, which saves more waiting against "
+            f"{A}'s submission order the more jobs wait (the shortest-job-first effect). The "
+            "paper reads the narrowing gap as saturation leaving little to schedule; in this "
+            "model, with every job queued at t = 0, the saturated cluster is where the order "
+            "matters most."
+        )
+    return ["".join(out), ""]
+
+
+def _example(claim: Claim, pol: str, row: RowRuns, rec: _Records) -> list[str]:
+    point = claim.points[-1]
+    seed = min(row.seeds, key=lambda s: (_policy_quantity(claim, row, s, pol), s))
+    R, A = LABEL[claim.ref], LABEL[pol]
+    scenario, r_res = rec.get(row, point, claim.ref, seed)
+    _, a_res = rec.get(row, point, pol, seed)
+    a_by_id = {r.job_id: r for r in a_res.records}
+    names = scenario.cluster.names
+    profiles = scenario.profiles
+
+    def metric(r: JobRecord) -> float:
+        return r.cost if claim.metric == "cost" else hours(r.jct)
+
+    def lead(r: JobRecord) -> tuple[bool, float, int]:
+        """How much the reference is behind on this job (ahead, for a failed trend)."""
+        a = a_by_id[r.job_id]
+        if not claim.trend:
+            return True, metric(r) - metric(a), -r.job_id
+        if claim.metric == "jct":  # the queue: of the jobs it finishes sooner, the wait it cuts
+            return a.jct > r.jct, hours(a.wait) - hours(r.wait), -r.job_id
+        return True, metric(a) - metric(r), -r.job_id
+
+    job = max(r_res.records, key=lead)
+    a_job = a_by_id[job.job_id]
+    e1 = {r.job_id: hours(profiles[r.job_id].single_gpu_exec) for r in r_res.records}
+    n = len(r_res.records)
+    rank_large = 1 + sum(v > e1[job.job_id] for v in e1.values())
+    rank_small = 1 + sum(v < e1[job.job_id] for v in e1.values())
+
+    def fmt(x: float) -> str:
+        return _usd(x) if claim.metric == "cost" else _h(x)
+
+    def where(r: JobRecord) -> str:
+        return (
+            f"starts it after {_h(hours(r.wait))} on {r.placement.describe(names)} "
+            f"({r.n_gpus} GPUs, ${_job_price(scenario, r):.3f}/kWh) and it runs "
+            f"{_h(hours(r.execution))}"
+        )
+
+    what = "costs" if claim.metric == "cost" else "has a JCT of"
+    if not claim.trend:
+        why, rank = f"the job where {R} loses most", _rank(rank_large, "largest")
+    else:
+        if claim.metric == "jct":
+            why = f"of the jobs {R} finishes sooner, the one whose wait it cuts most"
+        else:
+            why = f"the job where {R} gains most on {A}"
+        rank = _rank(rank_small, "smallest")
+    out = [
+        f"An example from seed {seed} of the printed row at {_point_words(point)} (the seed "
+        f"where `{claim.id}` is furthest from the paper for {A}; {why}): **{job.name}** "
+        f"({job.model} on {job.dataset}, E(1) = {_h(e1[job.job_id])}, {rank} of {n}) {what} "
+        f"{fmt(metric(job))} under {R} against {fmt(metric(a_job))} under {A}. {R} "
+        f"{where(job)}; {A} {where(a_job)}."
+    ]
+    if claim.metric == "cost" and claim.ref == REFERENCE and not claim.trend:
+        cheap = min(a_job.placement.path, key=lambda r: (scenario.cluster.prices[r], r))
+        holders = [
+            r.name
+            for r in r_res.records
+            if r.job_id != job.job_id
+            and cheap in r.placement.path
+            and r.start_time <= job.start_time
+        ]
+        if holders and _job_price(scenario, job) > _job_price(scenario, a_job):
+            out.append(
+                f" Under {R}, {names[cheap]} (${scenario.cluster.prices[cheap]:.3f}/kWh, "
+                f"where {A} runs it) goes to {', '.join(holders)}, which start no later than "
+                f"{job.name}."
+            )
+            if rank_large <= 2:
+                pos = "last" if rank_large == 1 else "second to last"
+                out.append(
+                    f" Eq. (12) ranks {job.name} {pos} while no bandwidth is reserved "
+                    "(alpha = 0 at t = 0, so the score is `1 - E(1) / max E(1)`); Pathfinder "
+                    "then places it on what is left: Alg. 1's phase 1 takes the cheapest "
+                    "region that still holds K* GPUs, phase 2 the path with the most GPUs, "
+                    f"whatever its price. {A} places jobs in submission order. The job runs "
+                    f"{_h(hours(job.execution))}, so where it runs decides much of the run's cost."
+                )
+    if claim.trend and claim.metric == "jct" and hours(a_job.wait) > hours(job.wait):
+        order = [r.job_id for r in sorted(a_res.records, key=lambda r: (r.submit_time, r.job_id))]
+        k = order.index(job.job_id)
+        before = set(order[:k])
+        ahead = sum(
+            1 for r in a_res.records if r.job_id in before and r.start_time <= a_job.start_time
+        )
+        out.append(
+            f" {A} serves the queue in submission order: {job.name} is {_ordinal(k + 1)} of "
+            f"{n}, and {ahead} of the {k} jobs before it start no later than it does."
+        )
+    return ["".join(out), "", *_job_table(claim, pol, r_res, a_res, scenario, job.job_id), ""]
+
+
+def _job_table(
+    claim: Claim,
+    pol: str,
+    r_res: RunResult,
+    a_res: RunResult,
+    scenario: Scenario,
+    job_id: int,
+) -> list[str]:
+    R, A = LABEL[claim.ref], LABEL[pol]
+    names = scenario.cluster.names
+    a_by_id = {r.job_id: r for r in a_res.records}
+    records = list(r_res.records)
+    note = ""
+    if len(records) > 8:
+
+        def diff(r: JobRecord) -> float:
+            a = a_by_id[r.job_id]
+            return abs(r.cost - a.cost) if claim.metric == "cost" else abs(r.jct - a.jct)
+
+        keep = {r.job_id for r in sorted(records, key=lambda r: (-diff(r), r.job_id))[:8]}
+        keep.add(job_id)
+        records = [r for r in records if r.job_id in keep]
+        note = f"The {len(records)} jobs whose {claim.metric.upper()} differs most:"
+    head = ["job", "model", "dataset", "E(1) h"]
+    for who in (R, A):
+        head += [f"{who} path", "wait h", "exec h", "JCT h", "cost $"]
+    body = []
+    for r in records:
+        a = a_by_id[r.job_id]
+        name = f"**{r.name}**" if r.job_id == job_id else r.name
+        cells = [
+            name,
+            r.model,
+            r.dataset,
+            f"{hours(scenario.profiles[r.job_id].single_gpu_exec):,.1f}",
+        ]
+        for x in (r, a):
+            cells += [
+                x.placement.describe(names),
+                f"{hours(x.wait):,.1f}",
+                f"{hours(x.execution):,.1f}",
+                f"{hours(x.jct):,.1f}",
+                f"{x.cost:,.1f}",
+            ]
+        body.append(cells)
+    out = [note, ""] if note else []
+    return out + _table(head, body, "lllr" + "lrrrr" * 2)
+
+
+# --- Fig. 1 ---------------------------------------------------------------------------------
+
+_FIG1_PAPER = {
+    "lcf": "C(2), B(3); 1.50 h, $0.53",
+    "ldf": "A(4), B(3); 1.32 h, $0.56",
+    "bace-pipe": '"Ours (FCFS)" A4+C2, B3; 1.27 h, $0.55',
+    "bace-pipe+partial": "-",
+}
+
+
+def _fig1_policies() -> list[tuple[str, str, Policy]]:
+    return [
+        ("lcf", "LCF", make_policy("lcf")),
+        ("ldf", "LDF", make_policy("ldf")),
+        ("bace-pipe", "BACE-Pipe", make_policy("bace-pipe")),
+        ("bace-pipe+partial", "BACE-Pipe, `--partial-take`", bace_pipe(partial_take=True)),
+    ]
+
+
+def _fig1_runs(knobs: Mapping[str, Any]) -> list[tuple[str, str, RunResult, Scenario]]:
+    scenario = load_scenario("fig1", **knobs)
+    return [(key, label, pol.simulate(scenario), scenario) for key, label, pol in _fig1_policies()]
+
+
+def _fig1_error(sem: Semantics) -> str | None:
+    """The ScenarioError that loading ``fig1`` under ``sem`` raises, or None if it loads."""
+    try:
+        load_scenario("fig1", **sem.kwargs)
+    except ScenarioError as err:
+        return str(err)
+    return None
+
+
+def _describe(res: RunResult, scenario: Scenario) -> dict[str, str]:
+    return {r.name: r.placement.describe(scenario.cluster.names) for r in res.records}
+
+
+def _fig1_section() -> list[str]:
+    out = [
+        "## Fig. 1: the motivation example",
+        "",
+        'The `fig1` scenario under each semantics (`load_scenario("fig1", ignore_memory=..., '
+        "admission=...)`, then `make_policy(name).simulate(...)`):",
+        "",
+    ]
+    body = []
+    for sem in SEMANTICS:
+        err = _fig1_error(sem)
+        if err is None:
+            runs = _fig1_runs(sem.kwargs)
+            parts = []
+            for key, label, res, sc in runs:
+                if key == "bace-pipe+partial":
+                    continue
+                d = _describe(res, sc)
+                parts.append(
+                    f"{label}: P on {d['P']}, Q on {d['Q']}, {_h(hours(res.avg_jct))}, "
+                    f"${res.total_cost:.2f}"
+                )
+            body.append([sem.name, "runs; " + "; ".join(parts)])
+        else:
+            body.append([sem.name, f"infeasible: loading raises `ScenarioError: {err}`"])
+    out += _table(["semantics", "Fig. 1 example"], body)
+    out += [
+        "",
+        "Under the paper's literal semantics (memory ignored, greedy admission), in detail:",
+        "",
+    ]
+    body = []
+    for key, label, res, sc in _fig1_runs(SEMANTICS[0].kwargs):
+        d = _describe(res, sc)
+        body.append(
+            [
+                label,
+                d["P"],
+                d["Q"],
+                f"{hours(res.avg_jct):.2f} h",
+                f"${res.total_cost:.2f}",
+                _FIG1_PAPER[key],
+            ]
+        )
+    out += _table(
+        ["policy", "P (Qwen2.5-14B)", "Q (Llama-3.1-70B)", "avg JCT", "cost", "paper"],
+        body,
+        "llllrl",
+    )
+    out += [
+        "",
+        "For reference, the other admission rules with memory still ignored "
+        '(`load_scenario("fig1", admission=...)`; the file sets `ignore_memory`):',
+        "",
+    ]
+    body = []
+    for rule in ADMISSION_RULES:
+        cells = [rule]
+        for key, _, res, sc in _fig1_runs({"admission": rule, "ignore_memory": True}):
+            if key == "bace-pipe+partial":
+                continue
+            d = _describe(res, sc)
+            cells.append(
+                f"P {d['P']}, Q {d['Q']}; {hours(res.avg_jct):.2f} h, ${res.total_cost:.2f}"
+            )
+        body.append(cells)
+    out += _table(["admission", "LCF", "LDF", "BACE-Pipe"], body)
+    out += ["", *_FIG1_WALKTHROUGH.strip("\n").split("\n"), ""]
+    return out
+
+
+# Static prose: every number below follows from Eq. (1) and the fig1/paper files; the tests
+# recompute them (tests/experiments/test_exp_reproduce.py).
+_FIG1_WALKTHROUGH = """
+LCF and LDF place exactly as the paper's text says. **What BACE-Pipe does, and why** (memory
+ignored). At t = 0 nothing is reserved, so alpha = 0 and Eq. (12) ranks by `E(1)` alone: P
+(26.9 h on one GPU) before Q (134.0 h). This is the paper's "FCFS" order, not its "Reordered"
+one (SPEC section 8). No region holds K* (48 for P, 80 for Q), so Pathfinder's phase 2 runs:
+
+- **P.** From A (4 GPUs), the widest link is A-C at 1000 Mbps. Appending C would give 6 GPUs
+  and needs `A_P / 125 MB/s = 20.97 MB / 125 MB/s = 0.168 s <= t_comp(6) = 0.154 s`, which
+  fails. Every other start is smaller, so P runs on A:4.
+- **Q.** From B (3 GPUs), the widest link to a region with free GPUs is B-C at 400 Mbps. The
+  check is `33.55 MB / 50 MB/s = 0.671 s <= t_comp(5) = 0.926 s`, which passes. Then C-D at
+  300 Mbps would need `0.895 s <= t_comp(7) = 0.661 s`, which fails. The start C gives the
+  same 5 GPUs at the same price, and the earlier start is kept. So Q runs on B:3 > C:2.
+
+The paper's "Ours" placement for P (A4 + C2) needs the A-C link to pass a check it fails by
+9% under Eq. (1)'s own `t_comp`. With `partial_take`, P takes A:4 + C:1 (5 GPUs pass) and
+Alg. 2 moves a GPU to the cheaper C. Absolute times are 14-20x the paper's: the paper's
+Fig. 1 numbers imply a speed-up that Eq. (1) cannot produce (SPEC section 8). The simulator
+implements the equations, not those numbers. And the example cannot run at all once GPU
+memory counts: Q's 1.1 TB of training state needs at least 27 A6000s, and the four regions
+have 11 GPUs in all.
+"""
+
+_INTRO_EXAMPLE = """
+## The introduction's example
+
+A Llama-3.1-70B stage computes a micro-batch in `t_comp(80) = 57.9 ms` under these constants
+(paper: "about 50 ms"). A 33.5 MB activation takes 1.34 s over 200 Mbps (paper: 30 MB in
+1200 ms). The GPUs then idle `1 - 57.9 / 1342 = 95.7%` of the steady state (paper: "nearly
+96%"), and the bottleneck stage is 23x slower (paper: "up to 24x"). Eq. (1) for one iteration
+with M = 128 and 80 stages, one hop at 200 Mbps against all hops intra-region at 70 Gbps,
+gives 14.4x. The fill-up term is not bottlenecked, so a finite iteration is less than 23x
+slower.
+"""
+
+_NOT_CHASED = """
+## What is not chased
+
+- The paper's absolute percentages. The paper does not publish enough of its simulator to pin
+  down its numbers; this report tests the direction of every claim and reports the size it
+  measures.
+- The Fig. 1 absolute numbers, which Eq. (1) cannot produce, and the "Ours" placements, which
+  Alg. 1 as printed cannot produce for any K* (SPEC section 8).
+- The introduction's "65% to 77%" electricity saving example, which has no setup to simulate.
+"""
+
+
+# --- charts ---------------------------------------------------------------------------------
+
+CHART_SEMANTICS = SEMANTICS[1]  # the default world: memory checked, greedy admission
+
+
+def _select(stats: Sequence[PolicyStats], policies: Sequence[str]) -> list[PolicyStats]:
+    by = {s.policy: s for s in stats}
+    return [by[p] for p in policies]
+
+
+def chart_names() -> list[tuple[str, str, str]]:
+    """(file name, scenario, what) of every chart, in report order."""
+    out = []
+    for sc in SCENARIOS:
+        out.append((f"compare-{sc}.png", sc, "compare"))
+        out += [(f"sweep-{kind}-{sc}.png", sc, kind) for kind in SWEEPS]
+        out.append((f"ablation-{sc}.png", sc, "ablation"))
+        out.append((f"semantics-{sc}.png", sc, "semantics"))
+    return out
+
+
+def _charts(rows: Sequence[RowRuns], img: Path) -> tuple[list[Path], list[str]]:
+    """Draw every chart into ``img``; a missing matplotlib is a warning, not an error."""
+    by = {(r.semantics.name, r.scenario): r for r in rows}
+    n = len(rows[0].seeds)
+    written: list[Path] = []
+    try:
+        for name, sc, what in chart_names():
+            row = by[(CHART_SEMANTICS.name, sc)]
+            path = img / name
+            world = f"{sc}, {CHART_SEMANTICS.name} (memory checked), {n} seeds"
+            if what in ("compare", "ablation"):
+                policies = (REFERENCE, *(BASELINES if what == "compare" else ABLATIONS))
+                fig = "Fig. 4" if what == "compare" else "Fig. 8"
+                written.append(
+                    bar_chart(
+                        _select(row.stats(DEFAULT), policies),
+                        path,
+                        f"{fig} style: {world}",
+                        REFERENCE,
+                    )
+                )
+            elif what in SWEEPS:
+                _, values, xlabel = SWEEPS[what]
+                vals = [float(v) for v in values]
+                policies = (REFERENCE, *BASELINES)
+                stats = {v: row.stats((what, v)) for v in vals}
+                series = {LABEL[p]: [_select(stats[v], [p])[0] for v in vals] for p in policies}
+                fig = {"bandwidth": "Fig. 5", "gpu": "Fig. 6", "jobs": "Fig. 7"}[what]
+                written.append(
+                    sweep_chart(
+                        [int(v) if what == "jobs" else v for v in vals],
+                        series,
+                        path,
+                        xlabel,
+                        f"{fig} style: {world}",
+                        LABEL[REFERENCE],
+                    )
+                )
+            else:
+                policies = (*BASELINES, *ABLATIONS)
+                sem_series = {
+                    sem.name: _select(by[(sem.name, sc)].stats(DEFAULT), policies)
+                    for sem in SEMANTICS
+                }
+                written.append(
+                    grouped_bar_chart(
+                        [LABEL[p] for p in policies],
+                        sem_series,
+                        path,
+                        f"each policy against BACE-Pipe under the four semantics: {sc}, "
+                        f"default world, {n} seeds",
+                        LABEL[REFERENCE],
+                    )
+                )
+    except BacepipeError as err:
+        return written, [str(err)]
+    return written, []
+
+
+# --- the report -----------------------------------------------------------------------------
+
+_SEM_SHORT = {
+    "ignore-memory + greedy": "ignore-memory",
+    "greedy": "greedy",
+    "finish-aware": "finish-aware",
+    "full": "full",
+}
+
+
+def _col(row: RowRuns) -> str:
+    return f"{_SEM_SHORT[row.semantics.name]} / {row.scenario}"
+
+
+def _counts(row: RowRuns, claims: Sequence[Claim] = CLAIMS) -> tuple[int, int]:
+    vs = [verdict(c, row) for c in claims]
+    return sum(v.direction for v in vs), sum(v.significant for v in vs)
+
+
+def render_report(rows: Sequence[RowRuns]) -> str:
+    """The whole report as markdown (a pure function of the runs)."""
+    seeds = rows[0].seeds
+    n_claims = len(CLAIMS)
+    cmd = f"bacepipe reproduce --out docs --seeds {seeds_text(seeds)}"
+    n_runs = sum(
+        len(by_seed)
+        for row in rows
+        for by_policy in row.runs.values()
+        for by_seed in by_policy.values()
+    )
+    lines = [
+        "# Reproducing the paper's evaluation",
+        "",
+        "<!-- Generated by `bacepipe reproduce`; do not edit by hand. -->",
+        "",
+        f"Every quantitative claim of Section IV of the BACE-Pipe paper (arXiv 2605.25375, "
+        f"Figs. 4-8), {n_claims} in all, tested under four simulator semantics on two scenarios "
+        f"({n_runs:,} simulations). "
+        f"This report and its charts were written by `{cmd}` (the `--out` directory does not "
+        f"change a byte of it), from {len(seeds)} seeds: {_seed_range(seeds)}. A seed draws each "
+        "job's dataset. No constant was tuned to approach the paper's numbers: the scenario "
+        "files carry the paper's Tables II and III and the `SPEC.md` defaults (A6000 peak "
+        "154.8 TFLOP/s, MFU 0.4, S = 2048, m = 1, 0.3 kW and 48 GB per GPU, 16 bytes of "
+        "training state per parameter).",
+        "",
+        "The four semantics (SPEC sections 3a and 3b), each run on `paper` (Table II, "
+        "`B[i, j] = (B_i + B_j) / 2`) and on `paper-aws` (the same regions with measured AWS "
+        "inter-region throughput):",
+        "",
+    ]
+    for sem in SEMANTICS:
+        knobs = ", ".join(f"{k}={v!r}" for k, v in sem.knobs)
+        lines.append(f"- **{sem.name}**: {sem.about} (`load_scenario(..., {knobs})`).")
+    lines += [
+        "",
+        "## How to read the numbers",
+        "",
+        "Every claim is turned into a per-seed quantity whose sign is the claim's direction: "
+        'for "LCF has a longer average JCT than BACE-Pipe" it is `100 * (JCT_LCF / '
+        'JCT_BACE-Pipe - 1)` on the same seed; for a trend ("the gap narrows") it is the '
+        "difference of two such gaps, in percentage points. A cell is the mean of that "
+        f"quantity over the {len(seeds)} seeds ± the half-width of its 95% Student-t interval, "
+        "and a mark:",
+        "",
+        "- `✓✓` the mean has the paper's sign and the interval excludes zero;",
+        "- `✓` the mean has the paper's sign, the interval includes zero;",
+        "- `✗` the mean has the other sign, the interval includes zero;",
+        "- `✗✗` the mean has the other sign and the interval excludes zero;",
+        "- `=` the quantity is exactly zero on every seed (the two policies tie).",
+        "",
+        "Positive means the paper's direction in every cell, whatever the claim says in words. "
+        "Values below 0.05 are printed with two significant digits: several are real but "
+        "negligible differences (a different even split of one path, say), so a `✓` there "
+        "means little.",
+        "",
+    ]
+    lines += _summary(rows)
+    lines += _big_table(rows)
+    lines += ["", *_legend(), ""]
+    lines += _row_summaries(rows)
+    lines += _absolute(rows)
+    lines += _why_semantics(rows)
+    lines += _per_figure(rows)
+    lines += _mechanisms(rows)
+    lines += _fig1_section()
+    lines += _INTRO_EXAMPLE.strip("\n").split("\n")
+    lines.append("")
+    lines += _NOT_CHASED.strip("\n").split("\n")
+    return "\n".join(_wrap(lines)).rstrip("\n") + "\n"
+
+
+_WIDTH = 96
+
+
+def _wrap(lines: Sequence[str]) -> list[str]:
+    """Wrap long prose lines (not tables, headings or images) at 96 columns."""
+    out = []
+    for line in lines:
+        if len(line) <= _WIDTH or line.startswith(("|", "#", "![", "<!--")):
+            out.append(line)
+            continue
+        indent = "  " if line.startswith("- ") else ""
+        # Never break inside a code span: its spaces become a placeholder while wrapping.
+        parts = line.split("`")
+        glued = "`".join(p.replace(" ", _NBSP) if i % 2 else p for i, p in enumerate(parts))
+        wrapped = textwrap.wrap(
+            glued,
+            _WIDTH,
+            subsequent_indent=indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        # A continuation line must not read as a list item or a heading.
+        fixed: list[str] = []
+        for w in wrapped:
+            body = w[len(indent) :] if fixed else w
+            if fixed and _MARKER.match(body):
+                first, _, rest = body.partition(" ")
+                fixed[-1] += f" {first}"
+                if rest:
+                    fixed.append(indent + rest)
+                continue
+            fixed.append(w)
+        out += [w.replace(_NBSP, " ") for w in fixed]
+    return out
+
+
+_MARKER = re.compile(r"^([-+*>#]|\d+[.)])( |$)")
+
+
+_NBSP = "\x00"
+
+
+def _summary(rows: Sequence[RowRuns]) -> list[str]:
+    body = []
+    for row in rows:
+        d, s = _counts(row)
+        body.append([row.semantics.name, row.scenario, f"{d}/{len(CLAIMS)}", f"{s}/{len(CLAIMS)}"])
+    failing = failing_claims(rows)
+    if failing:
+        none = (
+            f"No row reproduces the direction of {len(failing)} claims: "
+            f"{', '.join(f'`{c.id}`' for c in failing)}; their mechanisms are in "
+            "[Claims no row reproduces](#claims-no-row-reproduces)."
+        )
+    else:
+        none = "Every claim is reproduced in direction by at least one row."
+    return [
+        "## Summary",
+        "",
+        "Claims reproduced in direction, and those whose 95% interval also excludes zero, per "
+        "semantics and scenario:",
+        "",
+        *_table(["semantics", "scenario", "direction", "CI excludes 0"], body, "llrr"),
+        "",
+        none,
+        "",
+    ]
+
+
+def _big_table(rows: Sequence[RowRuns]) -> list[str]:
+    head = ["semantics", "scenario", *(f"`{c.id}`" for c in CLAIMS), "direction", "CI excl. 0"]
+    body = []
+    for row in rows:
+        d, s = _counts(row)
+        body.append(
+            [
+                row.semantics.name,
+                row.scenario,
+                *(cell_text(verdict(c, row)) for c in CLAIMS),
+                f"{d}/{len(CLAIMS)}",
+                f"{s}/{len(CLAIMS)}",
+            ]
+        )
+    return [
+        "## The semantics table",
+        "",
+        f"One row per semantics and scenario, one column per claim (legend below), in percent "
+        f"(trends in points). The last two columns count the claims reproduced in direction and "
+        f"those whose 95% interval excludes zero on the paper's side, out of {len(CLAIMS)}. The "
+        "same cells, one figure at a time and easier to read, follow in "
+        "[Figure by figure](#figure-by-figure).",
+        "",
+        *_table(head, body, "ll" + "r" * (len(head) - 2)),
+        "",
+        "![Each policy's average JCT and cost against BACE-Pipe under the four semantics, "
+        "paper](img/semantics-paper.png)",
+        "",
+        "![The same on paper-aws](img/semantics-paper-aws.png)",
+        "",
+        "*Each baseline's and ablation's average JCT and cost divided by BACE-Pipe's on the same "
+        "seed, default world, one bar per semantics, 95% CIs over seeds.*",
+    ]
+
+
+def _legend() -> list[str]:
+    body = [[f"`{c.id}`", c.figure, c.words, c.paper, c.test] for c in CLAIMS]
+    return [
+        "### The claims",
+        "",
+        *_table(
+            ["id", "figure", "the paper's words", "the paper's number", "per-seed quantity"], body
+        ),
+    ]
+
+
+def _row_summaries(rows: Sequence[RowRuns]) -> list[str]:
+    out = ["## Row by row", ""]
+    errors = {sem.name: _fig1_error(sem) for sem in SEMANTICS}
+    for row in rows:
+        d, s = _counts(row)
+        figs = []
+        for fig in FIGURES:
+            cs = [c for c in CLAIMS if c.figure == fig]
+            figs.append(f"{fig} {_counts(row, cs)[0]}/{len(cs)}")
+        jct = [c for c in CLAIMS if c.metric == "jct"]
+        cost = [c for c in CLAIMS if c.metric == "cost"]
+        err = errors[row.semantics.name]
+        fig1 = (
+            "the Fig. 1 example runs (below)"
+            if err is None
+            else "the Fig. 1 example is infeasible (Q needs 27 GPUs in memory, the cluster has 11)"
+        )
+        out.append(
+            f"- **{row.semantics.name}, {row.scenario}**: {d} of {len(CLAIMS)} claims hold in "
+            f"direction, {s} with an interval that excludes zero; by figure {', '.join(figs)}; "
+            f"JCT claims {_counts(row, jct)[0]}/{len(jct)}, cost claims "
+            f"{_counts(row, cost)[0]}/{len(cost)}; {fig1}."
+        )
+    return [*out, ""]
+
+
+def _absolute(rows: Sequence[RowRuns]) -> list[str]:
+    policies = (REFERENCE, *BASELINES, *ABLATIONS)
+    body = []
+    for row in rows:
+        stats = {s.policy: s for s in row.stats(DEFAULT)}
+        body.append(
+            [
+                _col(row),
+                *(
+                    f"{stats[p].jct_h.mean:,.1f} h / ${stats[p].cost_usd.mean:,.0f}"
+                    for p in policies
+                ),
+            ]
+        )
+    return [
+        "## Absolute means, default world",
+        "",
+        "Average JCT and total cost, means over the seeds (8 jobs, Table II resources):",
+        "",
+        *_table(["row", *(LABEL[p] for p in policies)], body, "l" + "r" * len(policies)),
+        "",
+    ]
+
+
+_FIGURE_CHARTS = {
+    "Fig. 4": ("compare", "Fig. 4 style: average JCT and cost normalised to BACE-Pipe"),
+    "Fig. 5": ("sweep-bandwidth", "Fig. 5 style: sensitivity to inter-region bandwidth"),
+    "Fig. 6": ("sweep-gpu", "Fig. 6 style: sensitivity to GPU capacity"),
+    "Fig. 7": ("sweep-jobs", "Fig. 7 style: sensitivity to the number of jobs"),
+    "Fig. 8": ("ablation", "Fig. 8 style: the ablations against BACE-Pipe"),
+}
+_FIGURE_TITLES = {
+    "Fig. 4": "Fig. 4: end-to-end (8 jobs, default resources)",
+    "Fig. 5": "Fig. 5: bandwidth x{0.3, 0.9, 1.5}",
+    "Fig. 6": "Fig. 6: GPUs x{0.5, 0.75, 1.25}",
+    "Fig. 7": "Fig. 7: 8 to 24 jobs",
+    "Fig. 8": "Fig. 8: ablation",
+}
+
+
+def _per_figure(rows: Sequence[RowRuns]) -> list[str]:
+    out = [
+        "## Figure by figure",
+        "",
+        "The semantics table transposed, one figure at a time: one row per claim, one column "
+        "per semantics / scenario (`ignore-memory` is ignore-memory + greedy). The charts show "
+        f"the default world (`{CHART_SEMANTICS.name}`, memory checked) on both scenarios.",
+        "",
+    ]
+    for fig in FIGURES:
+        claims = [c for c in CLAIMS if c.figure == fig]
+        head = ["claim", "paper", *(_col(r) for r in rows)]
+        body = [[f"`{c.id}`", c.paper, *(cell_text(verdict(c, r)) for r in rows)] for c in claims]
+        counts = ", ".join(f"{_col(r)} {_counts(r, claims)[0]}" for r in rows)
+        stem, alt = _FIGURE_CHARTS[fig]
+        out += [
+            f"### {_FIGURE_TITLES[fig]}",
+            "",
+            *_table(head, body, "ll" + "r" * len(rows)),
+            "",
+            f"Claims reproduced in direction, of {len(claims)}: {counts}.",
+            "",
+            f"![{alt}, paper](img/{stem}-paper.png)",
+            "",
+            f"![{alt}, paper-aws](img/{stem}-paper-aws.png)",
+            "",
+        ]
+    return out
+
+
+def _mechanisms(rows: Sequence[RowRuns]) -> list[str]:
+    failing = failing_claims(rows)
+    out = ["## Claims no row reproduces", ""]
+    if not failing:
+        return [*out, "Every claim is reproduced in direction by at least one row.", ""]
+    out += [
+        f"{len(failing)} of the {len(CLAIMS)} claims have the paper's sign in none of the "
+        f"{len(rows)} rows: {', '.join(f'`{c.id}`' for c in failing)}. For each group, the "
+        "numbers below come from the same runs (the per-job tables from simulating those runs "
+        'again); the "printed row" is ignore-memory + greedy on `paper`, the paper as printed.',
+        "",
+    ]
+    rec = _Records()
+    for group in _groups(failing):
+        out += _mechanism(group, rows, rec)
+    return out
+
+
+# --- the entry point ------------------------------------------------------------------------
+
+
+@dataclass
+class ReproduceOutcome:
+    """What ``reproduce`` computed and wrote."""
+
+    report: Path
+    images: list[Path]
+    rows: list[RowRuns]
+    failing: list[Claim]
+    markdown: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def _check_seeds(seeds: Sequence[int]) -> None:
+    if not seeds:
+        raise ValidationError("seeds", [], "give at least one seed")
+    for s in seeds:
+        require_int("seeds", s, minimum=0, exc=ValidationError)
+    if len(set(seeds)) != len(seeds):
+        raise ValidationError("seeds", list(seeds), "a seed is listed twice")
+
+
+def run_reproduce(
+    out: Path,
+    seeds: Sequence[int],
+    *,
+    workers: int = 1,
+    progress: bool | None = None,
+) -> ReproduceOutcome:
+    """Run every claim's experiments under the four semantics on both scenarios and write
+    ``out/reproduction.md`` and ``out/img/*.png``. The report depends on the seeds only."""
+    if not str(out):
+        raise ValidationError("out", str(out), "give an output directory")
+    _check_seeds(seeds)
+    img = out / "img"
+    try:
+        img.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise BacepipeError(f"cannot create output directory {img}: {err.strerror}") from None
+    rows = run_rows(list(seeds), workers=workers, progress=progress)
+    images, warnings = _charts(rows, img)
+    markdown = render_report(rows)
+    report = out / "reproduction.md"
+    try:
+        report.write_text(markdown, encoding="utf-8")
+    except OSError as err:
+        raise BacepipeError(f"cannot write {report}: {err.strerror}") from None
+    return ReproduceOutcome(report, images, rows, failing_claims(rows), markdown, warnings)
+
+
+# --- why the semantics matter ---------------------------------------------------------------
+
+
+def _why_semantics(rows: Sequence[RowRuns]) -> list[str]:
+    """The three mechanisms behind the rows' differences, with numbers from the runs."""
+    rec = _Records()
+    printed = rows[0]
+    seeds = printed.seeds
+    pols = (REFERENCE, "lcf", "ldf")
+    head = ["row"]
+    head += [f"{LABEL[p]} jobs below K*/4" for p in pols]
+    head += [f"{LABEL[p]} longest JCT" for p in pols]
+    body = []
+    for row in rows:
+        below = []
+        longest = []
+        for p in pols:
+            n_below, tops = 0, []
+            for s in seeds:
+                _, res = rec.get(row, DEFAULT, p, s)
+                n_below += sum(4 * r.n_gpus < r.k_star for r in res.records)
+                tops.append(max(hours(r.jct) for r in res.records))
+            below.append(str(n_below))
+            longest.append(_h(math.fsum(tops) / len(tops)))
+        body.append([_short_row(row), *below, *longest])
+    n_jobs = sum(len(rec.get(printed, DEFAULT, REFERENCE, s)[1].records) for s in seeds)
+
+    # 1: the longest job's share of the summed JCT, and the spread of job sizes
+    shares = []
+    for s in seeds:
+        _, res = rec.get(printed, DEFAULT, REFERENCE, s)
+        jcts = [r.jct for r in res.records]
+        shares.append(max(jcts) / math.fsum(jcts))
+    share = 100 * math.fsum(shares) / len(shares)
+    ideal: dict[str, list[float]] = {}
+    for s in seeds:
+        sc, _ = rec.get(printed, DEFAULT, REFERENCE, s)
+        for j in sc.jobs:
+            ideal.setdefault(j.dataset, []).append(hours(sc.profiles[j.job_id].ideal_execution))
+    spread = ", ".join(f"{name} {min(v):,.1f}-{max(v):,.1f} h" for name, v in sorted(ideal.items()))
+
+    # 2: BACE-Pipe's longest job on the printed row, against LDF
+    worst = max(
+        (
+            (hours(r.jct), s, r)
+            for s in seeds
+            for r in rec.get(printed, DEFAULT, REFERENCE, s)[1].records
+        ),
+        key=lambda x: (x[0], -x[1]),
+    )
+    _, w_seed, w_job = worst
+    sc, _ = rec.get(printed, DEFAULT, REFERENCE, w_seed)
+    _, ldf_res = rec.get(printed, DEFAULT, "ldf", w_seed)
+    ldf_job = next(r for r in ldf_res.records if r.job_id == w_job.job_id)
+    names = sc.cluster.names
+    checked = load_scenario(printed.scenario, seed=w_seed, **SEMANTICS[1].kwargs)
+    floor = min(checked.memory_floors[w_job.job_id])
+    floor_words = (
+        f" With memory checked (SPEC 3a) that start is forbidden: {w_job.model} fits in no "
+        f"fewer than {floor} GPUs."
+        if w_job.n_gpus < floor
+        else ""
+    )
+
+    # 3: the narrowest link against the largest b(K*)
+    links = []
+    for scen in SCENARIOS:
+        low = load_scenario(scen, bandwidth_scale=0.3, **SEMANTICS[0].kwargs).cluster.bandwidth
+        k = low.shape[0]
+        links.append(
+            (scen, min(float(low[u, v]) for u in range(k) for v in range(k) if u != v) * 8e-9)
+        )
+    b_k = [p.min_bandwidth_kstar * 8e-9 for p in sc.profiles.values()]
+    return [
+        "## Why the semantics matter",
+        "",
+        "Three mechanisms, first seen under the paper's literal semantics, explain most of the "
+        "differences between the rows (numbers from the default-world runs above):",
+        "",
+        f"1. **A few long jobs dominate the average JCT.** A job's execution on K* GPUs with no "
+        f"cross-region hop ranges over {spread} (the datasets' sizes differ by two orders of "
+        f"magnitude). On the printed row the longest job is {share:.0f}% of the summed JCT of "
+        "its run, on average over the seeds.",
+        "2. **Under ignore-memory + greedy, nothing stops a job from starting on a few leftover "
+        "GPUs.** Eq. (12) ranks the long jobs last, and Alg. 1 never waits: it takes the best "
+        f"path among the free GPUs, however few. On seed {w_seed} of the printed row, "
+        f"{w_job.name} ({w_job.model} on {w_job.dataset}) starts under BACE-Pipe on "
+        f"{w_job.placement.describe(names)} ({w_job.n_gpus} of K* = {w_job.k_star} GPUs) and "
+        f"its JCT is {_h(hours(w_job.jct))}; LDF gives it "
+        f"{ldf_job.placement.describe(names)} and {_h(hours(ldf_job.jct))}.{floor_words} The "
+        "finish-aware and full admission rules (SPEC 3b) make a job wait for a better start. "
+        "Jobs that start with "
+        f"fewer than a quarter of their K*, over the {n_jobs} jobs of seeds "
+        f"{_seed_range(seeds)}, and the mean of each seed's longest JCT:",
+        "",
+        *_table(head, body, "l" + "r" * (len(head) - 1)),
+        "",
+        f"3. **The paper's bandwidth almost never binds.** With `B[i, j] = (B_i + B_j) / 2`, "
+        f"even at 0.3x the narrowest link of `{links[0][0]}` carries {links[0][1]:.1f} Gbps, "
+        f"while `b(K*)` of the Table III jobs lies between {min(b_k):.1f} and {max(b_k):.1f} "
+        "Gbps: constraint (6) fails only when several jobs share a link, so the bandwidth "
+        f"sweep on `paper` is nearly flat. On `{links[1][0]}` (measured AWS throughput) the "
+        f"narrowest link at 0.3x is {links[1][1]:.1f} Gbps, bandwidth binds and the sweep "
+        "moves.",
+        "",
+    ]

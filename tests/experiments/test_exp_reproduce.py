@@ -1,0 +1,283 @@
+"""``bacepipe reproduce``: the generated report, checked against independent computations."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bacepipe_env.cli import main
+from bacepipe_env.core.perf import iteration_time
+from bacepipe_env.core.units import hours
+from bacepipe_env.experiments import run_compare
+from bacepipe_env.experiments.reproduce import (
+    CLAIMS,
+    SCENARIOS,
+    SEMANTICS,
+    ReproduceOutcome,
+    run_reproduce,
+)
+from bacepipe_env.experiments.stats import estimate
+from bacepipe_env.policies.registry import make_policy
+from bacepipe_env.scenarios import load_scenario
+
+SEEDS = [0, 1]
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproduction.md"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReproduceOutcome, str]:
+    out = tmp_path_factory.mktemp("reproduce")
+    outcome = run_reproduce(out, SEEDS, progress=False)
+    return outcome, (out / "reproduction.md").read_text(encoding="utf-8")
+
+
+def section(md: str, heading: str) -> str:
+    """The text from ``heading`` to the next heading of the same or a higher level."""
+    level = heading.split(" ", 1)[0]
+    lines = md.splitlines()
+    start = lines.index(heading)
+    end = next(
+        (
+            i
+            for i in range(start + 1, len(lines))
+            if lines[i].startswith("#") and len(lines[i].split(" ", 1)[0]) <= len(level)
+        ),
+        len(lines),
+    )
+    return "\n".join(lines[start:end])
+
+
+def table(text: str) -> list[list[str]]:
+    """The body rows of the first markdown table in ``text``, as stripped cells."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    rows = lines[start:end]
+    return [[c.strip() for c in r.strip("|").split("|")] for r in rows[2:]]
+
+
+def header(text: str) -> list[str]:
+    line = next(line for line in text.splitlines() if line.startswith("|"))
+    return [c.strip() for c in line.strip("|").split("|")]
+
+
+def cell(md: str, semantics: str, scenario: str, claim: str) -> str:
+    sec = section(md, "## The semantics table")
+    col = header(sec).index(f"`{claim}`")
+    row = next(r for r in table(sec) if r[0] == semantics and r[1] == scenario)
+    return row[col]
+
+
+def test_semantics_table_has_eight_rows_with_counts(report: tuple[ReproduceOutcome, str]) -> None:
+    _, md = report
+    sec = section(md, "## The semantics table")
+    head = header(sec)
+    assert head[:2] == ["semantics", "scenario"]
+    assert head[2:-2] == [f"`{c.id}`" for c in CLAIMS]
+    assert head[-2:] == ["direction", "CI excl. 0"]
+    rows = table(sec)
+    assert [(r[0], r[1]) for r in rows] == [(s.name, sc) for s in SEMANTICS for sc in SCENARIOS]
+    n = len(CLAIMS)
+    for r in rows:
+        assert len(r) == len(head)
+        cells = r[2:-2]
+        direction = sum(c.endswith(("✓", "✓✓")) for c in cells)
+        significant = sum(c.endswith("✓✓") for c in cells)
+        assert r[-2] == f"{direction}/{n}"
+        assert r[-1] == f"{significant}/{n}"
+        assert all(re.search(r"(✓✓|✓|✗✗|✗|=)$", c) for c in cells), cells
+    # the Summary repeats the counts
+    summary = table(section(md, "## Summary"))
+    assert [s[2:] for s in summary] == [r[-2:] for r in rows]
+
+
+def test_fig4_cell_equals_run_compare(report: tuple[ReproduceOutcome, str], tmp_path: Path) -> None:
+    _, md = report
+    outcome = run_compare(
+        "paper",
+        ["bace-pipe", "ldf"],
+        SEEDS,
+        tmp_path,
+        knobs={"admission": "greedy", "ignore_memory": False},
+        progress=False,
+        tensorboard=False,
+    )
+    ldf = next(s for s in outcome.stats[None] if s.policy == "ldf")
+    mean, ci = 100 * (ldf.jct_norm.mean - 1), 100 * ldf.jct_norm.ci95
+    text = cell(md, "greedy", "paper", "4J-ldf")
+    assert text.startswith(f"{mean:+.1f} ± {ci:.1f} "), text
+    assert text.endswith("✓" if mean > 0 else "✗") or text.endswith(("✓✓", "✗✗"))
+
+
+def test_trend_cell_equals_policy_simulate(report: tuple[ReproduceOutcome, str]) -> None:
+    """`7crldf-fall` on the printed row: CR-LDF's JCT gap at 8 jobs minus at 24, per seed."""
+    _, md = report
+
+    def gap(seed: int, n_jobs: int) -> float:
+        sc = load_scenario(
+            "paper", seed=seed, n_jobs=n_jobs, ignore_memory=True, admission="greedy"
+        )
+        base = make_policy("bace-pipe").simulate(sc).avg_jct
+        return 100 * (make_policy("cr-ldf").simulate(sc).avg_jct / base - 1)
+
+    est = estimate([gap(s, 8) - gap(s, 24) for s in SEEDS])
+    text = cell(md, "ignore-memory + greedy", "paper", "7crldf-fall")
+    assert text.startswith(f"{est.mean:+.1f} ± {est.ci95:.1f} "), text
+
+
+def test_deterministic(report: tuple[ReproduceOutcome, str], tmp_path: Path) -> None:
+    outcome, md = report
+    again = run_reproduce(tmp_path / "again", SEEDS, workers=2, progress=False)
+    assert again.markdown == md
+    for png in outcome.images:
+        assert (tmp_path / "again" / "img" / png.name).read_bytes() == png.read_bytes()
+
+
+def test_pngs_exist_and_are_referenced(report: tuple[ReproduceOutcome, str]) -> None:
+    outcome, md = report
+    img = outcome.report.parent / "img"
+    referenced = set(re.findall(r"\]\(img/([^)]+\.png)\)", md))
+    assert {p.name for p in outcome.images} == referenced
+    assert len(referenced) >= 12
+    for name in referenced:
+        data = (img / name).read_bytes()
+        assert data[:8] == PNG_SIGNATURE, name
+        assert b"IEND" in data[-16:], name
+    for name in ("compare-paper.png", "ablation-paper.png", "sweep-bandwidth-paper-aws.png"):
+        assert name in referenced
+
+
+def test_fig1_section(report: tuple[ReproduceOutcome, str]) -> None:
+    _, md = report
+    sec = section(md, "## Fig. 1: the motivation example")
+    rows = {r[0]: r for r in table(sec)}
+    ignore = rows["ignore-memory + greedy"][1]
+    assert "LCF: P on C:2, Q on B:3" in ignore
+    assert "LDF: P on A:4, Q on B:3" in ignore
+    for sem in ("greedy", "finish-aware", "full"):
+        note = rows[sem][1]
+        assert note.startswith("infeasible: loading raises `ScenarioError:"), note
+        assert "needs 27 GPUs" in note and "11 GPUs" in note
+    detail = sec.split("in detail:", 1)[1].split("For reference", 1)[0]
+    assert "| LCF | C:2 | B:3 |" in detail
+    assert "| LDF | A:4 | B:3 |" in detail
+    assert "| BACE-Pipe | A:4 | B:3 > C:2 |" in detail
+    # the row summaries say the same
+    summary = " ".join(section(md, "## Row by row").split())
+    assert summary.count("the Fig. 1 example is infeasible") == 6
+    assert summary.count("the Fig. 1 example runs") == 2
+
+
+def test_mechanisms_exactly_for_the_claims_no_row_reproduces(
+    report: tuple[ReproduceOutcome, str],
+) -> None:
+    outcome, md = report
+    sec = section(md, "## The semantics table")
+    head = header(sec)
+    rows = table(sec)
+    unreproduced = [
+        h.strip("`")
+        for i, h in enumerate(head[2:-2], start=2)
+        if not any(r[i].endswith(("✓", "✓✓")) for r in rows)
+    ]
+    assert unreproduced == [c.id for c in outcome.failing]
+    assert unreproduced, "these seeds leave some claim unreproduced"
+    mech = section(md, "## Claims no row reproduces")
+    headings = re.findall(r"^### .*$", mech, re.M)
+    assert re.findall(r"`([^`]+)`", " ".join(headings)) == unreproduced
+    for heading in headings:
+        group = section(mech, heading)
+        prose = " ".join(group.split())  # the report wraps its prose
+        assert "No row has the paper's sign" in prose
+        assert re.search(r"An example from seed \d+ of the printed row", prose)
+        assert re.search(r"\*\*J\d+\*\*", group)  # the example job, also bold in its table
+        assert "| job | model | dataset |" in group
+
+
+def test_static_prose_numbers_hold() -> None:
+    """The Fig. 1 walk-through and the introduction's example are static text; check them."""
+    fig1 = load_scenario("fig1")
+    prof = {j.name: fig1.profiles[j.job_id] for j in fig1.jobs}
+    p, q = prof["P"], prof["Q"]
+    assert round(hours(p.single_gpu_exec), 1) == 26.9
+    assert round(hours(q.single_gpu_exec), 1) == 134.0
+    assert (p.k_star, q.k_star) == (48, 80)
+    assert round(p.activation_bytes / 125e6, 3) == 0.168 > round(p.t_comp(6), 3) == 0.154
+    assert round(q.activation_bytes / 50e6, 3) == 0.671 <= round(q.t_comp(5), 3) == 0.926
+    assert round(q.activation_bytes / 37.5e6, 3) == 0.895 > round(q.t_comp(7), 3) == 0.661
+    paper = load_scenario("paper", ignore_memory=True)
+    llama = next(paper.profiles[j.job_id] for j in paper.jobs if j.model.name == "Llama-3.1-70B")
+    tc, hop = llama.t_comp(80), llama.activation_bytes / 25e6
+    assert round(tc * 1e3, 1) == 57.9
+    assert round(hop, 2) == 1.34
+    assert round(100 * (1 - tc / hop), 1) == 95.7
+    assert round(hop / tc) == 23
+    intra = 70e9 / 8
+    slow = iteration_time(tc, [hop] + [llama.activation_bytes / intra] * 78, 80, llama.n_micro)
+    fast = iteration_time(tc, [llama.activation_bytes / intra] * 79, 80, llama.n_micro)
+    assert llama.n_micro == 128
+    assert round(slow / fast, 1) == 14.4
+
+
+def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rep"
+    assert main(["reproduce", "--out", str(out), "--seeds", "1", "--workers", "1"]) == 0
+    stdout = capsys.readouterr().out
+    assert (out / "reproduction.md").is_file()
+    assert "--seeds 1`" in (out / "reproduction.md").read_text(encoding="utf-8")
+    assert len([line for line in stdout.splitlines() if "in direction" in line]) == 8
+    assert f"wrote {out / 'reproduction.md'}" in stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--seeds", "x"], "--seeds"),
+        (["--out", ""], "--out"),
+        (["--seeds", "0,0"], "twice"),
+        (["--workers", "0"], "--workers"),
+    ],
+)
+def test_bad_input_one_line_exit_2(
+    args: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["reproduce", "--out", str(tmp_path / "x"), *args]
+    try:
+        rc = main(argv)
+    except SystemExit as exit_:  # argparse usage errors
+        rc = exit_.code  # type: ignore[assignment]
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert needle in err
+    assert not (tmp_path / "x" / "reproduction.md").exists()
+
+
+def test_bad_seeds_as_a_user_runs_it(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bacepipe_env.cli", "reproduce", "--seeds", "x", "--out", "o"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_docs_report_is_current(tmp_path: Path) -> None:
+    """docs/reproduction.md is exactly what `bacepipe reproduce` writes for its seeds."""
+    committed = DOCS.read_text(encoding="utf-8")
+    match = re.search(r"`bacepipe reproduce --out docs --seeds ([0-9,-]+)`", committed)
+    assert match, "the report names the command that produced it"
+    assert main(["reproduce", "--out", str(tmp_path), "--seeds", match.group(1)]) == 0
+    regenerated = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
+    assert regenerated == committed, "run `bacepipe reproduce --out docs` and commit the result"

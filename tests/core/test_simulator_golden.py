@@ -55,6 +55,8 @@ def _region(name: str, gpus: int, price: float) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 SCENARIO_A: dict[str, Any] = {
     "name": "golden-a",
+    # the paper's literal semantics: a 6e12-parameter M4 cannot fit in any 48 GB GPU
+    "ignore_memory": True,
     "constants": CONSTANTS,
     "regions": [_region("R0", 2, 0.1), _region("R1", 2, 0.3)],
     "links": {"pairs": [{"a": "R0", "b": "R1", "gbps": 8}]},
@@ -198,6 +200,8 @@ def test_scenario_a_fcfs() -> None:
 # ---------------------------------------------------------------------------------------------
 SCENARIO_B: dict[str, Any] = {
     "name": "golden-b",
+    # the paper's literal semantics: 6e12-parameter models cannot fit in any 48 GB GPU
+    "ignore_memory": True,
     "constants": CONSTANTS,
     "regions": [_region("R0", 4, 0.1), _region("R1", 3, 0.3)],
     "links": {"pairs": [{"a": "R0", "b": "R1", "gbps": 4}]},

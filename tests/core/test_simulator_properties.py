@@ -5,13 +5,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections.abc import Callable
+from typing import NoReturn
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, reject, settings
 from hypothesis import strategies as st
 
 from bacepipe_env.core import Placement, RunResult, Scenario, Simulator
+from bacepipe_env.errors import ScenarioError, SimulationError
 from bacepipe_env.policies import FCFSOrdering, PathfinderPlacement, PriorityOrdering, bace_pipe
 from bacepipe_env.scenarios import build_scenario, load_scenario, synthetic_scenario
 
@@ -39,6 +42,40 @@ def paper_args(draw: st.DrawFn) -> dict[str, object]:
         "bandwidth_scale": draw(st.floats(0.01, 3.0, allow_nan=False)),
         "n_jobs": draw(st.integers(1, 12)),
     }
+
+
+def _feasible(build: Callable[[], Scenario]) -> Scenario:
+    """The scenario ``build`` makes; a draw whose job can never fit in GPU memory (rejected at
+    load time, SPEC section 3a) is not a valid example."""
+    try:
+        return build()
+    except ScenarioError as exc:
+        assert "ignore_memory" in str(exc)
+        reject()
+
+
+def _stuck(sim: Simulator, scn: Scenario, exc: SimulationError) -> NoReturn:
+    """A run that ended with jobs that can never start. Legitimate only when memory is checked
+    and, on the idle cluster, the placement policy's answer for each of them is below its
+    memory floor (the load-time check ignores bandwidth); such a draw is not a valid example."""
+    assert "never start" in str(exc)
+    assert not scn.ignore_memory
+    assert sim.running == ()
+    assert sim.free_gpus == scn.cluster.capacity
+    assert sim.pending
+    for j in sim.pending:
+        raw = sim.placement_policy.place(sim, j)
+        floors = scn.memory_floors[j]
+        assert raw is None or any(raw.n_gpus < floors[r] for r in raw.path), (j, raw)
+    reject()
+
+
+def _run(sim: Simulator, scn: Scenario, ordering: object) -> RunResult:
+    """``sim.run(ordering)``, with :func:`_stuck` for a run that can never finish."""
+    try:
+        return sim.run(ordering)  # type: ignore[arg-type]
+    except SimulationError as exc:
+        _stuck(sim, scn, exc)
 
 
 def _check_state(sim: Simulator, scn: Scenario, placements: dict[int, Placement]) -> None:
@@ -71,19 +108,36 @@ def _drive(scn: Scenario, partial_take: bool) -> RunResult:
     starts: dict[int, float] = {}
     placements: dict[int, Placement] = {}
     _check_state(sim, scn, placements)
-    while (cands := sim.next_decision()) is not None:
+    while True:
+        try:
+            cands = sim.next_decision()
+        except SimulationError as exc:
+            _stuck(sim, scn, exc)
+        if cands is None:
+            break
         assert sim.time >= last_time
         last_time = sim.time
         assert cands, "an empty candidate tuple"
         assert set(cands) <= set(sim.pending)
         assert sum(sim.free_gpus) > 0
+        # a job whose memory floor exceeds all the free GPUs together is not offered
+        assert all(min(scn.memory_floors[j]) <= sum(sim.free_gpus) for j in cands)
         _check_state(sim, scn, placements)
         job_id = ordering.choose(sim, cands)
         assert job_id in cands
         free_before = sim.free_gpus
+        raw = PathfinderPlacement(partial_take).place(sim, job_id)
         placement = sim.place(job_id)
         # Pathfinder always finds something while a GPU is free
-        assert placement is not None
+        assert raw is not None
+        floors = scn.memory_floors[job_id]
+        if any(raw.n_gpus < floors[r] for r in raw.path):
+            # SPEC 3a: Pathfinder's answer below the memory floor is no placement
+            assert not scn.ignore_memory
+            assert placement is None
+            assert job_id in sim.pending
+            continue
+        assert placement == raw
         assert placement.n_gpus <= sim.profile(job_id).k_star
         for r, n in zip(placement.path, placement.gpus):
             assert 1 <= n <= free_before[r]
@@ -127,6 +181,10 @@ def _check_result(scn: Scenario, res: RunResult) -> None:
         assert math.isclose(rec.jct, rec.wait + rec.execution, rel_tol=REL)
         assert math.isclose(rec.finish_time - rec.submit_time, rec.jct, rel_tol=REL)
         assert 1 <= rec.n_gpus <= prof.k_star == rec.k_star
+        # SPEC 3a: every stage fits in its GPU's memory (floors are all ones if ignored)
+        floors = scn.memory_floors[rec.job_id]
+        assert rec.memory_floor == min(floors)
+        assert all(rec.n_gpus >= floors[r] for r in rec.placement.path)
         # Eq. (4) from the placement and the cluster's prices and power
         price_sum = sum(n * prices[r] for r, n in zip(rec.placement.path, rec.placement.gpus))
         cost = rec.execution / 3600.0 * price_sum * scn.cluster.power_kw
@@ -150,6 +208,7 @@ def _check_result(scn: Scenario, res: RunResult) -> None:
             assert math.isclose(rec.reserved_bandwidth, a / t_comp, rel_tol=REL)
         else:
             assert rec.reserved_bandwidth == 0.0
+    assert res.ignore_memory == scn.ignore_memory
     n = len(res.records)
     assert math.isclose(res.avg_jct, sum(r.jct for r in res.records) / n, rel_tol=REL)
     assert math.isclose(res.total_cost, sum(r.cost for r in res.records), rel_tol=REL)
@@ -161,7 +220,7 @@ def _check_result(scn: Scenario, res: RunResult) -> None:
 @SETTINGS
 @given(args=synthetic_args(), partial_take=st.booleans())
 def test_bace_pipe_invariants_synthetic(args: dict[str, object], partial_take: bool) -> None:
-    scn = synthetic_scenario(**args)  # type: ignore[arg-type]
+    scn = _feasible(lambda: synthetic_scenario(**args))  # type: ignore[arg-type]
     assert len(scn.jobs) == args["n_jobs"]
     assert scn.cluster.n_regions == args["n_regions"]
     res = _drive(scn, partial_take)
@@ -174,21 +233,37 @@ def test_bace_pipe_invariants_synthetic(args: dict[str, object], partial_take: b
 
 
 @SETTINGS
-@given(args=paper_args(), partial_take=st.booleans())
-def test_bace_pipe_invariants_paper_sweeps(args: dict[str, object], partial_take: bool) -> None:
-    scn = load_scenario("paper", **args)  # type: ignore[arg-type]
+@given(args=paper_args(), partial_take=st.booleans(), ignore_memory=st.booleans())
+# thin links: Pathfinder's answers often fall below the memory floor (SPEC 3a)
+@example(
+    args={"seed": 0, "gpu_scale": 0.5, "bandwidth_scale": 0.01, "n_jobs": 12},
+    partial_take=False,
+    ignore_memory=False,
+)
+# no region holds FLM-101B's floor of 40 and no link is wide enough: it can never start
+@example(
+    args={"seed": 0, "gpu_scale": 0.3, "bandwidth_scale": 0.01, "n_jobs": 8},
+    partial_take=False,
+    ignore_memory=False,
+)
+def test_bace_pipe_invariants_paper_sweeps(
+    args: dict[str, object], partial_take: bool, ignore_memory: bool
+) -> None:
+    # both worlds: memory checked (the default) and the paper's literal semantics
+    scn = _feasible(lambda: load_scenario("paper", ignore_memory=ignore_memory, **args))  # type: ignore[arg-type]
+    assert scn.ignore_memory == ignore_memory
     res = _drive(scn, partial_take)
     _check_result(scn, res)
     assert _drive(scn, partial_take) == res
-    reloaded = load_scenario("paper", **args)  # type: ignore[arg-type]
+    reloaded = load_scenario("paper", ignore_memory=ignore_memory, **args)  # type: ignore[arg-type]
     assert bace_pipe(partial_take).simulate(reloaded).records == res.records
 
 
 @settings(max_examples=25, deadline=None)
 @given(args=synthetic_args())
 def test_fcfs_completes_every_job(args: dict[str, object]) -> None:
-    scn = synthetic_scenario(**args)  # type: ignore[arg-type]
-    res = Simulator(scn, PathfinderPlacement()).run(FCFSOrdering())
+    scn = _feasible(lambda: synthetic_scenario(**args))  # type: ignore[arg-type]
+    res = _run(Simulator(scn, PathfinderPlacement()), scn, FCFSOrdering())
     assert len(res.records) == len(scn.jobs)
     _check_result(scn, res)
 
@@ -323,10 +398,13 @@ def _ref_simulate(scn: Scenario, partial: bool, fcfs: bool) -> list[tuple[object
             a = float(c.micro_batch * c.seq_len * job.model.hidden * c.bytes_per_value)
             res = [[cap_bw[u][v] - reserved(u, v) for v in range(k)] for u in range(k)]
             path, alloc = _ref_alg1(free, price, res, p.k_star, a, t_comp, partial)
-            if not path:
+            n = sum(alloc.values())
+            # SPEC 3a: a path below the memory floor of one of its regions is no placement
+            # (the floors are all ones when the scenario ignores memory)
+            floors = scn.memory_floors[jid]
+            if not path or any(n < floors[r] for r in path):
                 tried.add(jid)
                 continue
-            n = sum(alloc.values())
             comm: list[float] = []
             for i, r in enumerate(path):
                 if i:
@@ -353,6 +431,8 @@ def _ref_simulate(scn: Scenario, partial: bool, fcfs: bool) -> list[tuple[object
 
 @st.composite
 def custom_specs(draw: st.DrawFn) -> dict[str, object]:
+    # both worlds: memory checked (the default) and the paper's literal semantics
+    ignore_memory = draw(st.booleans())
     k = draw(st.integers(1, 4))
     names = [f"R{i}" for i in range(k)]
     regions = [
@@ -393,6 +473,7 @@ def custom_specs(draw: st.DrawFn) -> dict[str, object]:
     ]
     return {
         "name": "random-custom",
+        "ignore_memory": ignore_memory,
         "constants": {
             "seq_len": draw(st.sampled_from([512, 2048])),
             "micro_batch": micro,
@@ -428,11 +509,11 @@ def _same(ref: list[tuple[object, ...]], got: list[tuple[object, ...]]) -> None:
 def test_bace_pipe_matches_reference_on_custom_scenarios(
     spec: dict[str, object], partial_take: bool
 ) -> None:
-    scn = build_scenario(spec)
+    scn = _feasible(lambda: build_scenario(spec))
     res = _drive(scn, partial_take)
     _check_result(scn, res)
     _same(_ref_simulate(scn, partial_take, fcfs=False), _as_tuples(res))
-    fcfs = Simulator(scn, PathfinderPlacement(partial_take)).run(FCFSOrdering())
+    fcfs = _run(Simulator(scn, PathfinderPlacement(partial_take)), scn, FCFSOrdering())
     _check_result(scn, fcfs)
     _same(_ref_simulate(scn, partial_take, fcfs=True), _as_tuples(fcfs))
 
@@ -442,6 +523,6 @@ def test_bace_pipe_matches_reference_on_custom_scenarios(
 def test_bace_pipe_matches_reference_on_synthetic(
     args: dict[str, object], partial_take: bool
 ) -> None:
-    scn = synthetic_scenario(**args)  # type: ignore[arg-type]
-    res = bace_pipe(partial_take).simulate(scn)
+    scn = _feasible(lambda: synthetic_scenario(**args))  # type: ignore[arg-type]
+    res = _run(Simulator(scn, PathfinderPlacement(partial_take)), scn, PriorityOrdering())
     _same(_ref_simulate(scn, partial_take, fcfs=False), _as_tuples(res))

@@ -141,7 +141,14 @@ def test_masks_agree_and_match_the_window(env_id, allow_wait):
             assert not obs["queue"][n_visible:].any()  # empty rows are zero
             assert not mask[n_visible:q].any()  # no empty slot is legal
             pending = u.sim.pending
-            assert n_visible == min(len(pending), q)
+            # the window is the first max_queue candidates: pending jobs not yet tried in this
+            # pass whose memory floor the free GPUs together reach (SPEC 3a), in submission order
+            cands = u.sim.next_decision()  # at a decision point: the same candidates again
+            assert cands is not None
+            assert list(ids[:n_visible]) == list(cands[:q])
+            assert all(min(u.sim.memory_floor(j)) <= sum(u.sim.free_gpus) for j in cands)
+            if u.scenario.ignore_memory:  # every pending job is a candidate
+                assert n_visible == min(len(pending), q)
             assert list(ids[:n_visible]) == sorted(ids[:n_visible])  # submission order
             assert set(ids[:n_visible].tolist()) <= set(pending)
             a = int(rng.choice(np.flatnonzero(mask)))
@@ -419,7 +426,10 @@ def test_window_smaller_than_the_queue():
         hidden = obs["summary"][S_COL["hidden"]]
         hidden_seen.append(hidden)
         n_pending = len(env.sim.pending)
-        assert hidden == np.float32(max(0, n_pending - 4) / 4)
+        # the window holds the first four candidates; hidden counts the other pending jobs
+        n_visible = int(np.sum(info["queue_job_ids"] >= 0))
+        assert n_visible == min(4, len(env.sim.next_decision()))
+        assert hidden == np.float32((n_pending - n_visible) / 4)
         obs, _, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
         steps += 1
         assert info["illegal_action"] is False

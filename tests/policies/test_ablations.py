@@ -17,6 +17,10 @@ References (SPEC sections 5-6):
   from ``network_utilization(reserved, capacity)``; the best candidate, ties to the earlier
   submission.
 - SJF: the smallest E(1), ties to the earlier submission.
+- LCF, LDF, CR-LCF: ``lcf``, ``ldf``, ``cr_lcf`` with the job's per-region memory floor as
+  ``min_gpus`` (SPEC section 3a: they choose among regions that can host the floor).
+- On a policy's own run, a placement below the memory floor of a region on its path starts
+  nothing (the job stays pending), whatever the policy.
 - Pathfinder: ``pathfinder(free, price, residual, K*, A, t_comp)``.
 - w/o Pathfinder: the CR-LDF path (``cr_ldf``) with its GPU count g, then Alg. 2
   (``cost_min_allocate``) on that path.
@@ -36,6 +40,7 @@ import numpy as np
 import pytest
 
 from bacepipe_env.core import Placement, Simulator
+from bacepipe_env.errors import SimulationError
 from bacepipe_env.policies import PathfinderPlacement, PriorityOrdering
 from bacepipe_env.policies.registry import make_policy, policy_names
 from bacepipe_env.scenarios import load_scenario, synthetic_scenario
@@ -96,17 +101,29 @@ def ref_pathfinder(sim: Simulator, j: int) -> Placement | None:
 
 def ref_lcf(sim: Simulator, j: int) -> Placement | None:
     free, price, _, prof = _state(sim, j)
-    return _placement(*lcf(free, price, prof.k_star))
+    return _placement(*lcf(free, price, prof.k_star, sim.memory_floor(j)))
 
 
 def ref_ldf(sim: Simulator, j: int) -> Placement | None:
     free, price, _, prof = _state(sim, j)
-    return _placement(*ldf(free, price, prof.k_star))
+    return _placement(*ldf(free, price, prof.k_star, sim.memory_floor(j)))
 
 
 def ref_cr_lcf(sim: Simulator, j: int) -> Placement | None:
     free, price, bw, prof = _state(sim, j)
-    return _placement(*cr_lcf(free, price, bw, prof.k_star, prof.activation_bytes, prof.t_comp))
+    floor = sim.memory_floor(j)
+    return _placement(
+        *cr_lcf(free, price, bw, prof.k_star, prof.activation_bytes, prof.t_comp, floor)
+    )
+
+
+def ref_started(sim: Simulator, j: int, p: Placement | None) -> Placement | None:
+    """What ``sim.place`` starts for a policy answer ``p`` under greedy admission: nothing if
+    some region on its path has a memory floor above the GPU count (SPEC section 3a)."""
+    floor = sim.memory_floor(j)
+    if p is None or any(p.n_gpus < floor[r] for r in p.path):
+        return None
+    return p
 
 
 def ref_cr_ldf(sim: Simulator, j: int) -> Placement | None:
@@ -354,27 +371,54 @@ def test_no_costmin_lockstep_is_not_vacuous():
 # ---------------------------------------------------------------------------------------------
 
 
+def _own_run(name: str, scn, sim: Simulator) -> int:
+    """Step ``name``'s own simulator, checking every choice and placement; the placements."""
+    ref_order, ref_place = REFERENCES[name]
+    pol = make_policy(name, seed=3)
+    placed = 0
+    while (cands := sim.next_decision()) is not None:
+        expect_place = {j: ref_started(sim, j, ref_place(sim, j)) for j in cands}
+        j = pol.ordering.choose(sim, cands)
+        assert j in cands
+        if ref_order is not None:
+            assert j == ref_order(sim, cands)
+        got = sim.place(j)
+        assert got == expect_place[j]
+        placed += got is not None
+    return placed
+
+
 @pytest.mark.parametrize("name", policy_names())
 def test_each_policy_own_run_matches_its_reference(name):
-    ref_order, ref_place = REFERENCES[name]
+    completed = 0
     for scn in SCENARIOS[::2]:
-        pol = make_policy(name, seed=3)
-        sim = Simulator(scn, pol.placement)
-        placed = 0
-        while (cands := sim.next_decision()) is not None:
-            expect_place = {j: ref_place(sim, j) for j in cands}
-            j = pol.ordering.choose(sim, cands)
-            assert j in cands
-            if ref_order is not None:
-                assert j == ref_order(sim, cands)
-            got = sim.place(j)
-            assert got == expect_place[j]
-            placed += got is not None
-        assert placed == len(scn.jobs)
+        sim = Simulator(scn, make_policy(name, seed=3).placement)
+        # LCF and LDF place a job in one region: a job whose memory floor (SPEC 3a) no single
+        # region can host (floor above its GPUs or above K*) never starts under them, and the
+        # run ends with exactly those pending
+        floors = scn.memory_floors
+        cap = scn.cluster.capacity
+        never = {
+            j.job_id
+            for j in scn.jobs
+            if name in ("lcf", "ldf")
+            and all(
+                f > min(c, scn.profiles[j.job_id].k_star) for c, f in zip(cap, floors[j.job_id])
+            )
+        }
+        if never:
+            with pytest.raises(SimulationError, match="never start"):
+                _own_run(name, scn, sim)
+            assert set(sim.pending) == never
+            assert sim.running == ()
+            continue
+        assert _own_run(name, scn, sim) == len(scn.jobs)
+        completed += 1
         res = sim.result(name)
         assert [r.placement for r in res.records] == [
             r.placement for r in make_policy(name, seed=3).simulate(scn).records
         ]
+    assert completed >= 3  # not vacuous
 
 
 def test_registry_pairs_use_the_named_components():

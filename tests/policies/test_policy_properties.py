@@ -2,8 +2,10 @@
 
 The simulator validates each placement (constraints 5 and 6 and the K* cap) and raises
 PlacementError on a violation, and SimulationError if a job can never start; so a run that
-completes is the main check. On top: every job finished once, at most K* GPUs each, and the
-single-region baselines stay in one region.
+completes is the main check. On top: every job finished once, at most K* GPUs each, every
+stage fits in GPU memory (SPEC section 3a), and the single-region baselines stay in one region.
+With memory checked, a run may also end with jobs that can never start (LCF and LDF cannot host
+a job whose memory floor exceeds every single region); that ending is checked too.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
-from bacepipe_env.errors import ValidationError
+from bacepipe_env.core import Simulator
+from bacepipe_env.errors import ScenarioError, SimulationError, ValidationError
 from bacepipe_env.policies.registry import baseline_names, make_policy, policy_names
 from bacepipe_env.scenarios import synthetic_scenario
 from bacepipe_env.scheduling.baselines import (
@@ -41,20 +44,59 @@ def synthetic_args(draw: st.DrawFn) -> dict[str, object]:
     }
 
 
+def _check_never_start(name, scn, policy_seed, exc):
+    """A run of ``name`` that ended with jobs that can never start: replay it and check that
+    the cluster is idle and the policy offers each stuck job nothing that fits in memory."""
+    assert "never start" in str(exc)
+    assert not scn.ignore_memory
+    pol = make_policy(name, seed=policy_seed)
+    sim = Simulator(scn, pol.placement)
+    with pytest.raises(SimulationError, match="never start"):
+        sim.run(pol.ordering)
+    assert sim.running == ()
+    assert sim.free_gpus == scn.cluster.capacity
+    for j in sim.pending:
+        p = pol.placement.place(sim, j)
+        floor = scn.memory_floors[j]
+        assert p is None or any(p.n_gpus < floor[r] for r in p.path), (name, j, p)
+    if name in ("lcf", "ldf"):  # exactly the jobs no single region can host (GPUs and K*)
+        cap = scn.cluster.capacity
+        never = {
+            j.job_id
+            for j in scn.jobs
+            if all(
+                f > min(c, scn.profiles[j.job_id].k_star)
+                for c, f in zip(cap, scn.memory_floors[j.job_id])
+            )
+        }
+        assert set(sim.pending) == never
+
+
 @SETTINGS
 @given(args=synthetic_args(), policy_seed=st.integers(0, 100))
 def test_every_policy_finishes_every_job(args, policy_seed):
-    scn = synthetic_scenario(**args)
+    try:
+        scn = synthetic_scenario(**args)
+    except ScenarioError as exc:  # a job no set of regions can hold in GPU memory
+        assert "ignore_memory" in str(exc)
+        reject()
     k = scn.cluster.n_regions
     job_ids = sorted(j.job_id for j in scn.jobs)
     baselines = set(baseline_names())
     for name in policy_names():
-        res = make_policy(name, seed=policy_seed).simulate(scn)  # validate=True by default
+        try:
+            res = make_policy(name, seed=policy_seed).simulate(scn)  # validate=True by default
+        except SimulationError as exc:
+            _check_never_start(name, scn, policy_seed, exc)
+            continue
         assert [r.job_id for r in res.records] == job_ids, name
         for r in res.records:
             p = r.placement
             assert r.k_star == scn.profiles[r.job_id].k_star
             assert 1 <= p.n_gpus <= r.k_star, (name, r)
+            floor = scn.memory_floors[r.job_id]
+            assert r.memory_floor == min(floor)
+            assert all(p.n_gpus >= floor[u] for u in p.path), (name, r)
             assert all(g >= 1 for g in p.gpus)
             assert len(set(p.path)) == len(p.path)
             assert all(0 <= u < k for u in p.path)

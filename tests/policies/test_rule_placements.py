@@ -22,12 +22,16 @@ def t10(g: int) -> float:
 
 
 def view(free, price, bw, k_star):
-    prof = SimpleNamespace(k_star=k_star, activation_bytes=10.0, t_comp=t10)
+    def profile(job_id):
+        job = SimpleNamespace(job_id=job_id)
+        return SimpleNamespace(k_star=k_star, activation_bytes=10.0, t_comp=t10, job=job)
+
     return SimpleNamespace(
         free_gpus=tuple(free),
         cluster=SimpleNamespace(prices=tuple(price)),
         residual_rows=tuple(tuple(float(x) for x in row) for row in bw),
-        profile=lambda job_id: prof,
+        profile=profile,
+        memory_floor=lambda job_id: (1,) * len(free),  # memory is not what these tests are about
     )
 
 

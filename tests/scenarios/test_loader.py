@@ -152,17 +152,21 @@ def test_bandwidth_scale_only_scales_inter_region_links(scale: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("scale", "gpus"),
+    ("scale", "gpus", "ignore_memory"),
     [
-        (0.5, (32, 32, 8, 64, 16, 16)),
-        (0.75, (48, 48, 12, 96, 24, 24)),
-        (1.25, (80, 80, 20, 160, 40, 40)),
-        (0.01, (1, 1, 1, 1, 1, 1)),  # at least one GPU
+        (0.5, (32, 32, 8, 64, 16, 16), False),
+        (0.75, (48, 48, 12, 96, 24, 24), False),
+        (1.25, (80, 80, 20, 160, 40, 40), False),
+        # at least one GPU; the paper's literal semantics: 6 GPUs cannot hold FLM-101B
+        (0.01, (1, 1, 1, 1, 1, 1), True),
     ],
 )
-def test_gpu_scale_paper(scale: float, gpus: tuple[int, ...]) -> None:
-    scn = load_scenario("paper", gpu_scale=scale)
+def test_gpu_scale_paper(scale: float, gpus: tuple[int, ...], ignore_memory: bool) -> None:
+    scn = load_scenario("paper", gpu_scale=scale, ignore_memory=ignore_memory)
     assert scn.cluster.capacity == gpus
+    if ignore_memory:  # with memory checked, the same cluster is rejected at load time
+        with pytest.raises(ScenarioError, match="ignore_memory"):
+            load_scenario("paper", gpu_scale=scale)
     np.testing.assert_array_equal(scn.cluster.bandwidth, load_scenario("paper").cluster.bandwidth)
 
 

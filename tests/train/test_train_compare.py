@@ -77,7 +77,7 @@ def _heuristic_means(
 
 
 def _tag(env_id: str) -> str:
-    return env_id.split("/")[-1].removesuffix("-v0").lower()
+    return env_id.split("/")[-1].removesuffix("-v1").lower()
 
 
 def test_one_heuristic_run_per_policy_next_to_the_learned_run(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -471,6 +472,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BacepipeError as err:
         print(f"bacepipe: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`bacepipe ... | head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -52,8 +52,8 @@ from bacepipe_env.core.memory import (
     stage_overhead_bytes,
     state_bytes_per_layer,
 )
-from bacepipe_env.errors import PlacementError, ScenarioError, ValidationError
-from bacepipe_env.policies import bace_pipe
+from bacepipe_env.errors import PlacementError, ScenarioError, SimulationError, ValidationError
+from bacepipe_env.policies import PathfinderPlacement, bace_pipe
 from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import build_scenario, load_scenario
 from bacepipe_env.scheduling.baselines import cr_lcf, lcf, ldf
@@ -372,6 +372,22 @@ def test_lcf_ldf_cr_lcf_on_per_region_memory() -> None:
         "ldf": Placement((1,), (30,)),
         "cr-lcf": Placement((1, 0), (30, 20)),
     }
+
+
+def test_pathfinder_policies_cannot_start_a_job_whose_widest_path_crosses_small_gpus() -> None:
+    # The limitation docs/model.md states: the load-time check ignores the placement rules.
+    # Pathfinder (phase 2, no region holds K* = 80) grows every start along equal 10 Gbps links,
+    # so each path takes all four regions (4 + 8 + 30 + 20 = 62 GPUs): the most GPUs, and a
+    # path through Tiny, whose floor is 81, so no path it builds ever fits and nothing runs.
+    # LCF, LDF and CR-LCF (above) start the same job on Std:30 at t = 0.
+    scn = build_scenario(HETERO)
+    sim = Simulator(scn, PathfinderPlacement())
+    assert sim.next_decision() == (1,)
+    assert sim.placement_policy.place(sim, 1) is not None  # an answer, but below Tiny's floor
+    assert sim.offer(1) is None
+    for name in ("bace-pipe", "fcfs", "no-costmin", "cr-ldf"):
+        with pytest.raises(SimulationError, match="can never start"):
+            make_policy(name).simulate(scn)
 
 
 def test_gpu_memory_must_be_positive() -> None:

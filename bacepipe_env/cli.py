@@ -140,6 +140,21 @@ def _parser() -> argparse.ArgumentParser:
         help="also write the full result as JSON to OUT ('-' for stdout)",
     )
 
+    def seeds_and_workers(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--seeds",
+            default="10",
+            metavar="N|LIST",
+            help="a count N (seeds 0..N-1), a list '0,3,7' or a range '0-9' (default 10)",
+        )
+        p.add_argument(
+            "--workers",
+            type=_int_at_least(1),
+            default=None,
+            metavar="N",
+            help="worker processes (default: up to 2 cores)",
+        )
+
     sub.add_parser("scenarios", help="list the built-in scenarios")
     sub.add_parser("policies", help="list the registered policies")
 
@@ -151,12 +166,7 @@ def _parser() -> argparse.ArgumentParser:
             metavar="NAME|PATH",
             help="built-in scenario or file (default paper)",
         )
-        p.add_argument(
-            "--seeds",
-            default="10",
-            metavar="N|LIST",
-            help="a count N (seeds 0..N-1), a list '0,3,7' or a range '0-9' (default 10)",
-        )
+        seeds_and_workers(p)
         p.add_argument(
             "--policies",
             default=default_policies,
@@ -168,13 +178,6 @@ def _parser() -> argparse.ArgumentParser:
             default=f"out/{cmd}",
             metavar="DIR",
             help=f"output directory (default out/{cmd})",
-        )
-        p.add_argument(
-            "--workers",
-            type=_int_at_least(1),
-            default=None,
-            metavar="N",
-            help="worker processes (default: up to 2 cores)",
         )
         world(p)
         return p
@@ -210,19 +213,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="output directory (default out/reproduce; `--out docs` regenerates the docs)",
     )
-    rep.add_argument(
-        "--seeds",
-        default="10",
-        metavar="N|LIST",
-        help="a count N (seeds 0..N-1), a list '0,3,7' or a range '0-9' (default 10)",
-    )
-    rep.add_argument(
-        "--workers",
-        type=_int_at_least(1),
-        default=None,
-        metavar="N",
-        help="worker processes (default: up to 2 cores)",
-    )
+    seeds_and_workers(rep)
     return parser
 
 

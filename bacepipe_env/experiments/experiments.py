@@ -21,7 +21,14 @@ from .runner import RunSummary, expand, is_learned, load_learned, run_all
 from .summary import PolicyStats, summarise, write_csv, write_json
 from .tensorboard import ScalarWriter
 
-__all__ = ["SWEEPS", "ExperimentOutcome", "reference_policy", "run_compare", "run_sweep"]
+__all__ = [
+    "SWEEPS",
+    "ExperimentOutcome",
+    "check_seeds",
+    "reference_policy",
+    "run_compare",
+    "run_sweep",
+]
 
 #: Sweep kind -> (load_scenario knob, the paper's values, axis label).
 SWEEPS: dict[str, tuple[str, tuple[float, ...], str]] = {
@@ -62,13 +69,18 @@ def _check(
             policy_info(name)  # raises with the valid names
     if len(set(policies)) != len(policies):
         raise ValidationError("policies", list(policies), "a policy is listed twice")
+    check_seeds(seeds)
+    load_scenario(scenario, **(knobs or {}))  # fail fast on a bad scenario, before any worker
+
+
+def check_seeds(seeds: Sequence[int]) -> None:
+    """At least one seed, each a whole number >= 0, none twice; a ValidationError otherwise."""
     if not seeds:
         raise ValidationError("seeds", [], "give at least one seed")
     for s in seeds:
         require_int("seeds", s, minimum=0, exc=ValidationError)
     if len(set(seeds)) != len(seeds):
         raise ValidationError("seeds", list(seeds), "a seed is listed twice")
-    load_scenario(scenario, **(knobs or {}))  # fail fast on a bad scenario, before any worker
 
 
 def _prepare(out: Path) -> None:

@@ -20,13 +20,12 @@ from ..core.admission import ADMISSION_RULES
 from ..core.scenario import Scenario
 from ..core.simulator import JobRecord, RunResult
 from ..core.units import hours
-from ..core.validate import require_int
 from ..errors import BacepipeError, ScenarioError, ValidationError
 from ..policies import bace_pipe
 from ..policies.base import Policy
 from ..policies.registry import make_policy
 from ..scenarios.loader import load_scenario
-from .experiments import SWEEPS
+from .experiments import SWEEPS, check_seeds
 from .plots import bar_chart, grouped_bar_chart, sweep_chart
 from .runner import RunSpec, RunSummary, expand, run_all
 from .stats import Estimate, estimate
@@ -1546,15 +1545,6 @@ class ReproduceOutcome:
     warnings: list[str] = field(default_factory=list)
 
 
-def _check_seeds(seeds: Sequence[int]) -> None:
-    if not seeds:
-        raise ValidationError("seeds", [], "give at least one seed")
-    for s in seeds:
-        require_int("seeds", s, minimum=0, exc=ValidationError)
-    if len(set(seeds)) != len(seeds):
-        raise ValidationError("seeds", list(seeds), "a seed is listed twice")
-
-
 def run_reproduce(
     out: Path,
     seeds: Sequence[int],
@@ -1566,7 +1556,7 @@ def run_reproduce(
     ``out/reproduction.md`` and ``out/img/*.png``. The report depends on the seeds only."""
     if not str(out):
         raise ValidationError("out", str(out), "give an output directory")
-    _check_seeds(seeds)
+    check_seeds(seeds)
     img = out / "img"
     try:
         img.mkdir(parents=True, exist_ok=True)

@@ -126,12 +126,30 @@ class Job:
             set_(self, "name", f"J{self.job_id}")
 
     @classmethod
-    def trusted(cls, **fields: object) -> Job:
+    def trusted(
+        cls,
+        *,
+        job_id: int,
+        model: ModelSpec,
+        dataset: str,
+        samples: int,
+        batch: int,
+        submit_time: float,
+        epochs: int,
+        constants: TrainingConstants,
+        name: str = "",
+    ) -> Job:
         """Build a job from values already validated (by a compiled scenario template),
-        skipping the checks of ``__post_init__``; every field must be given."""
+        skipping the checks of ``__post_init__`` (what makes resets cheap)."""
         job = object.__new__(cls)
-        for name, value in fields.items():
-            object.__setattr__(job, name, value)
-        if not job.name:
-            object.__setattr__(job, "name", f"J{job.job_id}")
+        set_ = object.__setattr__
+        set_(job, "job_id", job_id)
+        set_(job, "model", model)
+        set_(job, "dataset", dataset)
+        set_(job, "samples", samples)
+        set_(job, "batch", batch)
+        set_(job, "submit_time", submit_time)
+        set_(job, "epochs", epochs)
+        set_(job, "constants", constants)
+        set_(job, "name", name or f"J{job_id}")
         return job

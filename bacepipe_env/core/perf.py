@@ -20,10 +20,20 @@ __all__ = [
     "ProfileCache",
     "electricity_cost",
     "iteration_time",
+    "pipeline_iteration_time",
     "placement_comm_times",
     "preview_iteration_time",
     "profile_job",
 ]
+
+
+def pipeline_iteration_time(
+    t_comp: float, hop_sum: float, hop_max: float, n_stages: int, n_micro: int
+) -> float:
+    """The Eq. (1) kernel, from the sum and the maximum of the L - 1 boundary transfer times:
+    ``(hop_sum + L * t_comp + (M - 1) * max(t_comp, hop_max)) * 2`` seconds. Every form of
+    Eq. (1) in the project calls this (``hop_max = 0`` when there is no boundary)."""
+    return (hop_sum + n_stages * t_comp + (n_micro - 1) * max(t_comp, hop_max)) * 2.0
 
 
 def iteration_time(
@@ -34,8 +44,8 @@ def iteration_time(
     ``t_iter = (sum(t_comm) + L * t_comp + (M - 1) * Delta) * 2`` with
     ``Delta = max(t_comp, max(t_comm))``. ``comm_times`` holds the L - 1 boundary transfer times.
     """
-    bottleneck = max(t_comp, max(comm_times)) if comm_times else t_comp  # Delta
-    return (math.fsum(comm_times) + n_stages * t_comp + (n_micro - 1) * bottleneck) * 2.0
+    hop_max = max(comm_times) if comm_times else 0.0
+    return pipeline_iteration_time(t_comp, math.fsum(comm_times), hop_max, n_stages, n_micro)
 
 
 @dataclass(frozen=True)
@@ -126,8 +136,7 @@ def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
 
     best_k, best_t = 1, math.inf
     for k in range(1, model.n_layers + 1):  # Eq. (13); Eq. (1) with k - 1 equal hops
-        tc = t_comp(k)
-        t = ((k - 1) * hop + k * tc + (n_micro - 1) * (tc if k == 1 else max(tc, hop))) * 2.0
+        t = pipeline_iteration_time(t_comp(k), (k - 1) * hop, hop if k > 1 else 0.0, k, n_micro)
         if t < best_t:
             best_k, best_t = k, t
     return JobProfile(
@@ -185,7 +194,7 @@ def preview_iteration_time(
             hop = a / float(cluster.bandwidth[u, r]) + float(cluster.latency[u, r])
             total += hop
             worst = max(worst, hop)
-    return (total + n * t_comp + (profile.n_micro - 1) * max(t_comp, worst)) * 2.0
+    return pipeline_iteration_time(t_comp, total, worst, n, profile.n_micro)
 
 
 def electricity_cost(exec_seconds: float, gpus_price_sum: float, power_kw: float) -> float:

@@ -506,9 +506,9 @@ class Simulator:
 
         Returns the placement, or ``None`` if there is none: the policy found nothing, it does
         not fit in GPU memory, or the admission rule declined it. The job then stays pending
-        and is not offered again until the next event. A caller that already asked on this very
-        state (a preview, through :meth:`offer`) may pass its ``placement`` instead; it is
-        validated the same way, memory included, and the admission rule is not asked again.
+        and is not offered again until the next event. A caller that already asked the placement
+        policy on this very state (a preview) may pass its ``placement`` instead; it is validated
+        the same way, memory included, and the admission rule decides on it as on any offer.
         """
         if job_id not in self._pending or job_id in self._tried:
             raise SimulationError(
@@ -518,6 +518,7 @@ class Simulator:
         if self._free_total <= 0:
             raise SimulationError("no GPU is free: call next_decision() first")
         self._n_decisions += 1
+        given = placement is not None
         if placement is None:
             placement = self.offer(job_id)
         if placement is None or not placement.path:
@@ -525,12 +526,23 @@ class Simulator:
             return None
         if self.validate:
             self._check(job_id, placement)
+        if given and not self.admits(job_id, placement):
+            self._tried.add(job_id)
+            return None
         self._start(job_id, placement)
         return placement
 
     def defer(self) -> None:
         """End the current scheduling pass: nothing more is placed until the next event."""
         self._tried.update(self._pending)
+
+    def decline(self, job_ids: Sequence[int]) -> None:
+        """Leave these candidates pending until the next event, as if each had been offered
+        and had no placement that could start (what a caller that previewed them does)."""
+        for job_id in job_ids:
+            if job_id in self._pending:
+                self._n_decisions += 1
+                self._tried.add(job_id)
 
     def run(self, ordering: OrderingPolicy) -> RunResult:
         """Run to the end with ``ordering`` choosing among the candidates at each decision."""

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 SECONDS_PER_HOUR = 3600.0
 
+#: Gbps per byte/s (8 bits / 10^9): ``bps * GBPS_PER_BYTE_PER_S`` is the bandwidth in Gbps. One
+#: multiplication, which the observation features use; :func:`bytes_per_s_to_gbps`'s
+#: ``bps * 8 / 1e9`` can differ from it in the last bit.
+GBPS_PER_BYTE_PER_S = 8e-9
+
 
 def gbps_to_bytes_per_s(gbps: float) -> float:
     """Gigabits per second (10^9 bit/s) to bytes per second."""

@@ -1,18 +1,44 @@
-"""The Gymnasium adapter over the simulator: ``GeoPipeEnv``, its agents and registration."""
+"""The Gymnasium adapter over the simulator: ``GeoPipeEnv``, its parts (features, reward,
+previews, render), its agents and registration."""
 
-from .agents import AGENT_PLACEMENTS, Agent, EpisodeResult, evaluate, make_agent, run_episode
+from .agents import (
+    AGENT_PLACEMENTS,
+    Agent,
+    EpisodeResult,
+    HeuristicAgent,
+    evaluate,
+    make_agent,
+    run_episode,
+)
 from .config import ObsScales, RewardConfig
+from .features import FEATURES, Feature, ObservationEncoder
 from .geopipe import GeoPipeEnv, make_placement
-from .registration import ENV_IDS, register_envs
+from .previews import PlacementPreviewer, Preview
+from .registration import ENV_IDS, MAX_EPISODE_STEPS, register_envs
+from .render import RenderSnapshot
+from .reward import JctCostReward, RewardFn, RewardScales, RewardTerms, VectorReward
 
 __all__ = [
     "AGENT_PLACEMENTS",
     "ENV_IDS",
+    "FEATURES",
+    "MAX_EPISODE_STEPS",
     "Agent",
     "EpisodeResult",
+    "Feature",
     "GeoPipeEnv",
+    "HeuristicAgent",
+    "JctCostReward",
     "ObsScales",
+    "ObservationEncoder",
+    "PlacementPreviewer",
+    "Preview",
+    "RenderSnapshot",
     "RewardConfig",
+    "RewardFn",
+    "RewardScales",
+    "RewardTerms",
+    "VectorReward",
     "evaluate",
     "make_agent",
     "make_placement",

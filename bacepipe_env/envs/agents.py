@@ -2,9 +2,14 @@
 learned agents share, and one evaluation loop for all of them.
 
 A policy is an ordering and a placement. In the environment the placement is the env's own
-(``make_env_for``/``agent.placement``); the agent is the ordering, and it reads only what a
-learned agent gets: the observation and the step's ``info`` (float64 job features of the
-visible window, the pending queue's maxima, alpha). Nothing here touches the simulator.
+(``agent.placement`` names it); the agent is the ordering, the very object the simulator uses
+(:func:`~bacepipe_env.policies.registry.make_policy`), deciding from the typed
+:class:`~bacepipe_env.core.snapshot.QueueSnapshot` the environment publishes for its visible
+window, and the action mask. Nothing here touches the simulator.
+
+``HeuristicAgent.predict`` has Stable-Baselines3's ``PolicyPredictor`` signature, so
+``stable_baselines3.common.evaluation.evaluate_policy`` takes an agent bound to the env it
+plays (``agent.bind(env)``; a vector env too).
 """
 
 from __future__ import annotations
@@ -15,16 +20,18 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..core.snapshot import QueueSnapshot
 from ..core.units import SECONDS_PER_HOUR
 from ..errors import ValidationError
-from ..policies.registry import policy_info, policy_names
-from ..scheduling.priority import _priority_scores
+from ..policies.base import Ordering
+from ..policies.registry import make_policy, policy_info, policy_names
 
 __all__ = [
     "AGENT_PLACEMENTS",
     "Agent",
     "EpisodeResult",
     "HeuristicAgent",
+    "agent_placement",
     "evaluate",
     "make_agent",
     "run_episode",
@@ -38,10 +45,9 @@ class Agent(Protocol):
     name: str
     placement: str  # the placement policy the env must use for this agent
 
-    def predict(
-        self, observation: Any, info: Mapping[str, Any] | None = None, *, deterministic: bool = True
-    ) -> int:
-        """The action (window slot) to play; ``info`` is the env's last info dict."""
+    def predict(self, observation: Any, *, info: Mapping[str, Any] | None = None) -> Any:
+        """The action (window slot) to play, or SB3's ``(action, state)``; ``info`` is the
+        env's last info dict."""
         ...
 
     def reset(self, seed: int | None = None) -> None:
@@ -49,84 +55,94 @@ class Agent(Protocol):
         ...
 
 
-#: Registered policy -> the env placement it needs. The ordering is the agent.
+def agent_placement(name: str) -> str:
+    """The env placement the agent of policy ``name`` needs: the name of the policy's own
+    placement. A ValidationError unless the policy can play as an agent: its ordering must
+    decide from a snapshot (the oracle, which needs the whole scenario, cannot)."""
+    policy = make_policy(name)  # validates the name
+    if policy_info(name).oracle or not isinstance(policy.ordering, Ordering):
+        playable = [n for n in policy_names() if isinstance(make_policy(n).ordering, Ordering)]
+        raise ValidationError(
+            "agent", name, f"cannot play as an agent; choose from: {', '.join(playable)}"
+        )
+    return policy.placement.name
+
+
+#: Built-in policy -> the env placement its agent needs (see :func:`agent_placement`).
 AGENT_PLACEMENTS: dict[str, str] = {
-    "bace-pipe": "pathfinder",
-    "lcf": "lcf",
-    "ldf": "ldf",
-    "cr-lcf": "cr-lcf",
-    "cr-ldf": "cr-ldf",
-    "no-priority": "pathfinder",
-    "no-pathfinder": "cr-ldf+cost-min",
-    "no-costmin": "pathfinder+even",
-    "fcfs": "pathfinder",
-    "sjf": "pathfinder",
-    "random": "pathfinder",
-}
-_ORDERING = {
-    "bace-pipe": "priority",
-    "no-pathfinder": "priority",
-    "no-costmin": "priority",
-    "sjf": "sjf",
-    "random": "random",
+    n: make_policy(n).placement.name
+    for n in policy_names()
+    if isinstance(make_policy(n).ordering, Ordering)
 }
 
 
 class HeuristicAgent:
-    """A registered policy's ordering, computed from ``info`` exactly as the simulator's
-    policy computes it, so that an env episode reproduces the simulator run (when the window
-    ``max_queue`` covers the pending queue)."""
+    """A registered policy's ordering playing the environment. Its decisions equal the
+    simulator's run of the same policy, bit for bit, when the window ``max_queue`` covers the
+    pending queue (the ordering is the same object, reading the same numbers)."""
 
-    def __init__(self, name: str, seed: int = 0) -> None:
-        policy_info(name)  # validates the name
+    def __init__(self, name: str, seed: int = 0, env: Any = None) -> None:
+        self.placement = agent_placement(name)  # validates the name
         self.name = name
-        self.placement = AGENT_PLACEMENTS[name]
-        self.ordering = _ORDERING.get(name, "fcfs")
         self._seed = seed
-        self.rng = np.random.default_rng(seed)
+        self.ordering: Ordering = self._ordering(seed)
+        self._env = env
+
+    def _ordering(self, seed: int) -> Ordering:
+        ordering = make_policy(self.name, seed=seed).ordering
+        assert isinstance(ordering, Ordering)
+        return ordering
 
     def reset(self, seed: int | None = None) -> None:
-        """Re-seed the random ordering (others keep no state)."""
-        self.rng = np.random.default_rng(self._seed if seed is None else seed)
+        """A fresh ordering, seeded like the simulator's policy for this episode's seed."""
+        self.ordering = self._ordering(self._seed if seed is None else seed)
+
+    def bind(self, env: Any) -> HeuristicAgent:
+        """Read the snapshot and mask from ``env`` (a GeoPipeEnv, wrapped or not, or an SB3 /
+        Gymnasium vector env of them) when ``predict`` gets no ``info``; returns self."""
+        self._env = env
+        return self
+
+    def act(self, queue: QueueSnapshot, mask: Any) -> int:
+        """The slot this policy's ordering picks among the legal ones (``mask``)."""
+        legal_mask = np.asarray(mask, dtype=bool)
+        legal = [i for i in np.flatnonzero(legal_mask).tolist() if i < len(queue)]
+        if not legal:  # only "wait" is legal
+            return int(np.flatnonzero(legal_mask)[0])
+        return int(self.ordering.pick(queue, legal))
 
     def predict(
-        self, observation: Any, info: Mapping[str, Any] | None = None, *, deterministic: bool = True
-    ) -> int:
-        """The slot this policy's ordering picks among the legal ones."""
-        if info is None:
-            raise ValidationError("info", None, f"agent {self.name!r} reads the env's info dict")
-        mask = np.asarray(info["action_mask"], dtype=bool)
-        ids = info["queue_job_ids"]
-        legal: list[int] = [
-            i for i in np.flatnonzero(mask).tolist() if i < len(ids) and ids[i] >= 0
-        ]
-        if not legal:  # only "wait" is legal
-            return int(np.flatnonzero(mask)[0])
-        if self.ordering == "fcfs":
-            return int(legal[0])
-        if self.ordering == "random":
-            return int(legal[int(self.rng.integers(len(legal)))])
-        e1 = info["queue_e1_s"]
-        if self.ordering == "sjf":
-            return int(min(legal, key=lambda i: float(e1[i])))
-        # Eqs. (9)-(12), normalised over the whole pending queue like the simulator's policy:
-        # the pending maxima are prepended so that _priority_scores divides by them.
-        e = [float(info["pending_e1_max_s"]), *(float(e1[i]) for i in legal)]
-        b = [
-            float(info["pending_bkstar_max_Bps"]),
-            *(float(info["queue_bkstar_Bps"][i]) for i in legal),
-        ]
-        scores = _priority_scores(e, b, float(info["alpha"]))[1:]
-        best = max(range(len(legal)), key=lambda k: (scores[k], -k))
-        return int(legal[best])
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+        *,
+        info: Mapping[str, Any] | None = None,
+    ) -> tuple[np.ndarray, None]:
+        """SB3's ``PolicyPredictor.predict``: the action(s) and no recurrent state. With
+        ``info`` (the env's last info dict) it reads ``info["queue"]`` and the mask there;
+        otherwise it reads them from the bound env."""
+        if info is not None:
+            return np.asarray(self.act(info["queue"], info["action_mask"])), None
+        env = self._env
+        if env is None:
+            raise ValidationError(
+                "agent", self.name, "needs the env's info, or bind it first: agent.bind(env)"
+            )
+        if hasattr(env, "get_attr") and hasattr(env, "env_method"):  # an SB3 vector env
+            queues = env.get_attr("queue_snapshot")
+            masks = env.env_method("action_masks")
+            return np.array([self.act(q, m) for q, m in zip(queues, masks)]), None
+        if hasattr(env, "envs"):  # a Gymnasium SyncVectorEnv
+            inner = [e.unwrapped for e in env.envs]
+            return np.array([self.act(e.queue_snapshot, e.action_masks()) for e in inner]), None
+        base = env.unwrapped
+        return np.asarray(self.act(base.queue_snapshot, base.action_masks())), None
 
 
 def make_agent(name: str, seed: int = 0) -> HeuristicAgent:
     """The agent of a registered policy (``bacepipe policies`` lists them)."""
-    if name not in AGENT_PLACEMENTS:
-        raise ValidationError(
-            "agent", name, f"unknown agent; choose from: {', '.join(policy_names())}"
-        )
     return HeuristicAgent(name, seed)
 
 
@@ -149,7 +165,9 @@ def run_episode(env: Any, agent: Agent, seed: int) -> EpisodeResult:
     obs, info = env.reset(seed=seed)
     total, steps, illegal = 0.0, 0, 0
     while True:
-        action = agent.predict(obs, info)
+        action = agent.predict(obs, info=info)
+        if isinstance(action, tuple):  # SB3's (action, state)
+            action = action[0]
         obs, reward, terminated, truncated, info = env.step(action)
         total += float(reward)
         steps += 1

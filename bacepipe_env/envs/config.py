@@ -1,12 +1,40 @@
-"""Configuration of the Gymnasium environment: observation scales and the reward."""
+"""Configuration of the Gymnasium environment: observation scales, reward weights, and the
+resolution of its arguments (scenario source, placement policy, config mappings, actions)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from ..core.validate import require_float
+import numpy as np
 
-__all__ = ["ObsScales", "RewardConfig"]
+from ..core.scenario import Scenario
+from ..core.validate import require_float, require_int
+from ..errors import ValidationError
+from ..policies.registry import make_placement  # the one registry of placements
+from ..scenarios.generators import RandomScenarioGenerator, ScenarioSampler
+
+__all__ = [
+    "FixedScenario",
+    "ObsScales",
+    "RewardConfig",
+    "ScenarioSource",
+    "as_action_index",
+    "checked_scenario",
+    "coerce_config",
+    "make_generator",
+    "make_placement",
+    "require_choice",
+    "resolve_action",
+    "resolve_max_regions",
+]
+
+#: What ``GeoPipeEnv(scenario)`` takes: a name or file path, ``"random"``, a Scenario, or a
+#: generator ``(np.random.Generator) -> Scenario``.
+ScenarioSource = str | Scenario | Callable[[np.random.Generator], Scenario]
+
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -25,14 +53,15 @@ class ObsScales:
 
     def __post_init__(self) -> None:
         for name in ("gpus", "price", "log_gbps", "log_hours"):
-            object.__setattr__(
-                self, name, require_float(f"scales.{name}", getattr(self, name), positive=True)
+            value = require_float(
+                f"scales.{name}", getattr(self, name), positive=True, exc=ValidationError
             )
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """Weights of the per-step reward.
+    """Weights of the default per-step reward (:class:`~bacepipe_env.envs.reward.JctCostReward`).
 
     ``r_t = -(jct_weight * dJ_t / (N * jct_scale) + cost_weight * dC_t / cost_scale)``
     ``- illegal_penalty * [action was illegal]``, where ``dJ_t`` is the job-seconds spent in the
@@ -47,6 +76,107 @@ class RewardConfig:
 
     def __post_init__(self) -> None:
         for name in ("jct_weight", "cost_weight", "illegal_penalty"):
-            object.__setattr__(
-                self, name, require_float(f"reward.{name}", getattr(self, name), minimum=0.0)
+            value = require_float(
+                f"reward.{name}", getattr(self, name), minimum=0.0, exc=ValidationError
             )
+            object.__setattr__(self, name, value)
+
+
+def coerce_config(cls: type[C], value: Any, field: str) -> C:
+    """``cls()`` for None, ``cls(**value)`` for a mapping (a JSON config), else ``value``."""
+    if value is None:
+        return cls()
+    if isinstance(value, Mapping):
+        try:
+            return cls(**value)
+        except TypeError as err:
+            raise ValidationError(field, dict(value), str(err)) from None
+    if not isinstance(value, cls):
+        raise ValidationError(field, value, f"must be a {cls.__name__} or a mapping")
+    return value
+
+
+class FixedScenario:
+    """A generator that always returns the same scenario."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.max_regions = scenario.cluster.n_regions
+        self.max_jobs = len(scenario.jobs)
+
+    def __call__(self, rng: np.random.Generator) -> Scenario:
+        return self.scenario
+
+
+def make_generator(
+    scenario: ScenarioSource, **scenario_knobs: Any
+) -> Callable[[np.random.Generator], Scenario]:
+    """The episode generator of a scenario source (see :data:`ScenarioSource`).
+
+    ``scenario_knobs`` are ``bandwidth_scale``, ``gpu_scale``, ``n_jobs``, ``ignore_memory`` for
+    a named scenario, the :class:`RandomScenarioGenerator` fields for ``"random"``.
+    """
+    if scenario_knobs and not isinstance(scenario, str):
+        raise ValidationError(
+            "scenario_knobs", sorted(scenario_knobs), "only apply to a named scenario"
+        )
+    if scenario == "random":
+        return RandomScenarioGenerator(**scenario_knobs)
+    if isinstance(scenario, str):
+        return ScenarioSampler(scenario, **scenario_knobs)
+    if isinstance(scenario, Scenario):
+        return FixedScenario(scenario)
+    if callable(scenario):
+        return scenario
+    raise ValidationError("scenario", scenario, "must be a name, a Scenario or a generator")
+
+
+def resolve_max_regions(max_regions: int | None, generator: object) -> int:
+    """``max_regions``, or the generator's ``max_regions`` attribute when it is None."""
+    k = max_regions if max_regions is not None else getattr(generator, "max_regions", None)
+    if k is None:
+        raise ValidationError("max_regions", None, "give it for a generator without one")
+    return require_int("max_regions", k, minimum=1, exc=ValidationError)
+
+
+def resolve_action(action: Any, mask: np.ndarray, strict: bool) -> tuple[int, bool]:
+    """``(slot, illegal)``: the action as an index if ``mask`` allows it, else (``strict``:
+    raise ValueError listing the legal actions) the first legal action, flagged illegal."""
+    a = as_action_index(action)
+    if 0 <= a < len(mask) and mask[a]:
+        return a, False
+    if strict:
+        legal = np.flatnonzero(mask).tolist()
+        raise ValueError(f"illegal action {action!r}; legal actions now: {legal}")
+    return int(np.argmax(mask)), True
+
+
+def as_action_index(action: Any) -> int:
+    """An integer action (Python or numpy int, or a one-element integer array); -1 (illegal)
+    for anything else, floats included: 1.5 is not a slot."""
+    if type(action) is int or isinstance(action, np.integer):  # the common case, fast
+        return int(action)
+    arr = np.asarray(action)
+    if arr.size != 1 or not np.issubdtype(arr.dtype, np.integer):
+        return -1
+    return int(arr.reshape(-1)[0])
+
+
+def require_choice(field: str, value: Any, choices: tuple[Any, ...]) -> Any:
+    """``value`` if it is one of ``choices`` (of the same type: 1 is not True), else raise."""
+    if not any(isinstance(value, type(c)) and value == c for c in choices):
+        raise ValidationError(field, value, f"must be one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def checked_scenario(scenario: Any, max_regions: int) -> Scenario:
+    """``scenario`` if it is a Scenario with at most ``max_regions`` regions, else raise."""
+    if not isinstance(scenario, Scenario):
+        raise ValidationError("scenario", scenario, "the generator must return a Scenario")
+    if scenario.cluster.n_regions > max_regions:
+        raise ValidationError(
+            "scenario",
+            scenario.cluster.n_regions,
+            f"has more regions than max_regions = {max_regions}",
+        )
+    return scenario

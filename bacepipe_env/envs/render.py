@@ -1,25 +1,25 @@
 """Rendering of :class:`~bacepipe_env.envs.geopipe.GeoPipeEnv`: a text snapshot and a GPU timeline.
 
-:func:`snapshot` copies what a frame needs out of the environment into a :class:`RenderSnapshot`
-(plain data, no reference to the simulator); :func:`render_ansi` turns it into text and
-:func:`render_rgb` into a Gantt-style image, one band per region whose height is proportional to
-the region's GPU capacity. :func:`assign_slots` is the pure function that lays the jobs out on
-numbered GPU slots inside each band.
+The environment copies what a frame needs into a :class:`RenderSnapshot` (plain data, no
+reference to the simulator or to the environment) with :func:`capture`; :func:`render_ansi`
+turns it into text and :func:`render_rgb` into a Gantt-style image, one band per region whose
+height is proportional to the region's GPU capacity. :func:`assign_slots` is the pure function
+that lays the jobs out on numbered GPU slots inside each band. This module knows nothing of the
+environment class.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ..core.placement import Placement
+from ..core.simulator import Simulator
 from ..core.units import SECONDS_PER_HOUR
 from ..errors import BacepipeError
-
-if TYPE_CHECKING:
-    from .geopipe import GeoPipeEnv
 
 __all__ = [
     "QueueRow",
@@ -27,6 +27,7 @@ __all__ = [
     "RunningRow",
     "TimelineEntry",
     "assign_slots",
+    "capture",
     "render_ansi",
     "render_rgb",
     "snapshot",
@@ -113,18 +114,30 @@ def _job_name(name: str, job_id: int) -> str:
     return name if name else f"job{job_id}"
 
 
-def snapshot(env: GeoPipeEnv) -> RenderSnapshot:
-    """Copy the state a frame shows out of ``env`` (after ``reset()``, at any later step)."""
-    sim = env.sim
-    if sim is None:
-        raise RuntimeError("call reset() before render()")
+class _Renderable(Protocol):
+    def render_snapshot(self) -> RenderSnapshot: ...
+
+
+def snapshot(env: _Renderable) -> RenderSnapshot:
+    """``env.render_snapshot()``: the frame of an environment (after ``reset()``)."""
+    return env.render_snapshot()
+
+
+def capture(
+    sim: Simulator,
+    window: Sequence[int],
+    previews: Sequence[Placement | None],
+    max_queue: int,
+) -> RenderSnapshot:
+    """Copy the state a frame shows out of ``sim``: the visible ``window`` (job ids) with each
+    job's placement preview (``None``: none that can start), and the running and finished jobs."""
     cluster = sim.cluster
     names = cluster.names
     now = sim.time
     h = SECONDS_PER_HOUR
 
     queue: list[QueueRow] = []
-    for slot, (job_id, preview) in enumerate(zip(env._window, env._previews)):
+    for slot, (job_id, preview) in enumerate(zip(window, previews)):
         prof = sim.profile(job_id)
         job = prof.job
         queue.append(
@@ -191,7 +204,7 @@ def snapshot(env: GeoPipeEnv) -> RenderSnapshot:
         alpha=float(sim.network_utilization),
         queue=tuple(queue),
         n_pending=len(sim.pending),
-        max_queue=env.max_queue,
+        max_queue=max_queue,
         running=tuple(running),
         finished=finished,
         total_jobs=sim.n_jobs,

@@ -8,9 +8,10 @@ from collections.abc import Callable, Sequence
 from ..core.perf import JobProfile
 from ..core.placement import Placement
 from ..core.simulator import SchedulerView
-from ..scheduling.pathfinder import _pathfinder
-from ..scheduling.priority import _priority_scores
-from .base import Policy
+from ..core.snapshot import QueueSnapshot
+from ..scheduling.pathfinder import pathfinder_unchecked
+from ..scheduling.priority import priority_scores_unchecked
+from .base import Ordering, Policy
 
 __all__ = [
     "PathfinderPlacement",
@@ -50,29 +51,25 @@ def to_placement(path: list[int], alloc: dict[int, int]) -> Placement | None:
     return Placement(tuple(path), tuple(alloc[r] for r in path))
 
 
-class PriorityOrdering:
+class PriorityOrdering(Ordering):
     """Eq. (12): the candidate with the highest priority; ties to the earlier submission, then
     the lower job id. ``I_j`` and ``D_j`` are normalised over the whole pending queue (jobs that
     failed to place earlier in this pass included), alpha is Eq. (11) now."""
 
     name = "priority"
 
-    def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
-        """Score the pending queue, return the best candidate."""
-        if len(candidates) == 1:
-            return candidates[0]
-        pending = view.pending
-        profiles = [view.profile(j) for j in pending]
-        scores = _priority_scores(
-            [p.single_gpu_exec for p in profiles],
-            [p.min_bandwidth_kstar for p in profiles],
-            view.network_utilization,
-        )
-        allowed = set(candidates)
-        best, best_score = candidates[0], -float("inf")
-        for job_id, score in zip(pending, scores):  # submission order: first max wins ties
-            if score > best_score and job_id in allowed:
-                best, best_score = job_id, score
+    def pick(self, queue: QueueSnapshot, legal: Sequence[int]) -> int:
+        """The legal slot with the highest Eq. (12) score (the first of equals)."""
+        if len(legal) == 1:
+            return legal[0]
+        # The pending queue's maxima go first, so that the scores divide by them (Eqs. 9-10).
+        e1 = [queue.pending_e1_max, *(queue.single_gpu_exec[i] for i in legal)]
+        b = [queue.pending_bkstar_max, *(queue.min_bandwidth_kstar[i] for i in legal)]
+        scores = priority_scores_unchecked(e1, b, queue.alpha)
+        best, best_score = legal[0], -float("inf")
+        for i, score in zip(legal, scores[1:]):  # submission order: the first maximum wins
+            if score > best_score:
+                best, best_score = i, score
         return best
 
 
@@ -89,7 +86,9 @@ class PathfinderPlacement:
 
     def place(self, view: SchedulerView, job_id: int) -> Placement | None:
         """Pathfinder's path and Cost-Min's GPUs; ``None`` when no GPU is free."""
-        path, alloc = _pathfinder(*placement_inputs(view, view.profile(job_id)), self.partial_take)
+        path, alloc = pathfinder_unchecked(
+            *placement_inputs(view, view.profile(job_id)), self.partial_take
+        )
         return to_placement(path, alloc)
 
 

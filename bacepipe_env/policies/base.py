@@ -1,4 +1,5 @@
-"""A scheduling policy is an (ordering, placement) pair; FCFS is the simplest ordering."""
+"""A scheduling policy is an (ordering, placement) pair; the ordering base class and FCFS, the
+simplest ordering."""
 
 from __future__ import annotations
 
@@ -8,17 +9,42 @@ from dataclasses import dataclass
 from ..core.admission import AdmissionRule
 from ..core.scenario import Scenario
 from ..core.simulator import OrderingPolicy, PlacementPolicy, RunResult, SchedulerView, Simulator
+from ..core.snapshot import QueueSnapshot
 
-__all__ = ["FCFSOrdering", "Policy"]
+__all__ = ["FCFSOrdering", "Ordering", "Policy"]
 
 
-class FCFSOrdering:
+class Ordering:
+    """Base of the built-in orderings: each decides from a :class:`QueueSnapshot` alone, in
+    :meth:`pick`, so that the same object orders jobs in the simulator (:meth:`choose`) and
+    as a heuristic agent on the Gymnasium environment (which hands it the snapshot of its
+    visible window and the legal slots)."""
+
+    name = "ordering"
+
+    def pick(self, queue: QueueSnapshot, legal: Sequence[int]) -> int:
+        """The index into ``queue`` of the job to place next; one of ``legal`` (not empty)."""
+        raise NotImplementedError
+
+    def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
+        """The simulator's entry point: :meth:`pick` on the snapshot of ``candidates``."""
+        if len(candidates) == 1:
+            return candidates[0]
+        queue = QueueSnapshot.from_view(view, candidates)
+        return candidates[self.pick(queue, range(len(candidates)))]
+
+
+class FCFSOrdering(Ordering):
     """First come, first served: the earliest-submitted candidate (ties to the lower job id)."""
 
     name = "fcfs"
 
+    def pick(self, queue: QueueSnapshot, legal: Sequence[int]) -> int:
+        """Slots come in submission order, so the first legal one."""
+        return legal[0]
+
     def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
-        """Candidates arrive in submission order, so the first one."""
+        """Candidates arrive in submission order, so the first one (no snapshot needed)."""
         return candidates[0]
 
 
@@ -54,4 +80,5 @@ class _NamedOrdering:
         self._inner = inner
 
     def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
+        """The wrapped ordering's choice."""
         return self._inner.choose(view, candidates)

@@ -9,16 +9,18 @@ import numpy as np
 from ..core.perf import JobProfile
 from ..core.placement import Placement
 from ..core.simulator import SchedulerView
+from ..core.snapshot import QueueSnapshot
 from ..scheduling.baselines import (
-    _cr_lcf,
-    _cr_ldf_path,
-    _even_allocate,
-    _fill_in_path_order,
-    _lcf,
-    _ldf,
+    cr_lcf_unchecked,
+    cr_ldf_path_unchecked,
+    even_allocate_unchecked,
+    fill_in_path_order_unchecked,
+    lcf_unchecked,
+    ldf_unchecked,
 )
-from ..scheduling.pathfinder import _cost_min_allocate, _pathfinder
+from ..scheduling.pathfinder import cost_min_allocate_unchecked, pathfinder_unchecked
 from .bace_pipe import placement_inputs, to_placement
+from .base import Ordering
 
 __all__ = ["PLACEMENT_RULES", "RandomOrdering", "RulePlacement", "SJFOrdering"]
 
@@ -27,22 +29,22 @@ Rule = Callable[[SchedulerView, JobProfile], tuple[list[int], dict[int, int]]]
 
 def _lcf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
     floor = view.memory_floor(prof.job.job_id)
-    return _lcf(view.free_gpus, view.cluster.prices, prof.k_star, floor)
+    return lcf_unchecked(view.free_gpus, view.cluster.prices, prof.k_star, floor)
 
 
 def _ldf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
     floor = view.memory_floor(prof.job.job_id)
-    return _ldf(view.free_gpus, view.cluster.prices, prof.k_star, floor)
+    return ldf_unchecked(view.free_gpus, view.cluster.prices, prof.k_star, floor)
 
 
 def _cr_lcf_rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
-    return _cr_lcf(*placement_inputs(view, prof), view.memory_floor(prof.job.job_id))
+    return cr_lcf_unchecked(*placement_inputs(view, prof), view.memory_floor(prof.job.job_id))
 
 
 def _cr_ldf_then(allocate: Callable[..., dict[int, int]]) -> Rule:
     def rule(view: SchedulerView, prof: JobProfile) -> tuple[list[int], dict[int, int]]:
         inputs = placement_inputs(view, prof)
-        path, g = _cr_ldf_path(*inputs)
+        path, g = cr_ldf_path_unchecked(*inputs)
         free, price = inputs[0], inputs[1]
         return (path, allocate(path, g, free, price)) if path else ([], {})
 
@@ -52,7 +54,7 @@ def _cr_ldf_then(allocate: Callable[..., dict[int, int]]) -> Rule:
 def _pathfinder_even_rule(
     view: SchedulerView, prof: JobProfile
 ) -> tuple[list[int], dict[int, int]]:
-    return _pathfinder(*placement_inputs(view, prof), False, _even_allocate)
+    return pathfinder_unchecked(*placement_inputs(view, prof), False, even_allocate_unchecked)
 
 
 #: Placement rule name -> rule. "cr-ldf+cost-min" is the w/o Pathfinder ablation's placement,
@@ -62,8 +64,8 @@ PLACEMENT_RULES: dict[str, Rule] = {
     "lcf": _lcf_rule,
     "ldf": _ldf_rule,
     "cr-lcf": _cr_lcf_rule,
-    "cr-ldf": _cr_ldf_then(_fill_in_path_order),
-    "cr-ldf+cost-min": _cr_ldf_then(_cost_min_allocate),
+    "cr-ldf": _cr_ldf_then(fill_in_path_order_unchecked),
+    "cr-ldf+cost-min": _cr_ldf_then(cost_min_allocate_unchecked),
     "pathfinder+even": _pathfinder_even_rule,
 }
 
@@ -84,18 +86,19 @@ class RulePlacement:
         return to_placement(*self._rule(view, view.profile(job_id)))
 
 
-class SJFOrdering:
+class SJFOrdering(Ordering):
     """Shortest job first by single-GPU execution time ``E(1)``; ties to the earlier
     submission, then the lower job id."""
 
     name = "sjf"
 
-    def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
-        """The candidate with the smallest E(1) (candidates come in submission order)."""
-        return min(candidates, key=lambda j: view.profile(j).single_gpu_exec)
+    def pick(self, queue: QueueSnapshot, legal: Sequence[int]) -> int:
+        """The legal slot with the smallest E(1) (slots come in submission order)."""
+        e1 = queue.single_gpu_exec
+        return min(legal, key=lambda i: e1[i])
 
 
-class RandomOrdering:
+class RandomOrdering(Ordering):
     """A uniformly random candidate, from its own seeded generator."""
 
     name = "random"
@@ -103,6 +106,10 @@ class RandomOrdering:
     def __init__(self, seed: int | np.random.Generator = 0) -> None:
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
+    def pick(self, queue: QueueSnapshot, legal: Sequence[int]) -> int:
+        """Any legal slot, each equally likely."""
+        return legal[int(self.rng.integers(len(legal)))]
+
     def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
-        """Any candidate, each equally likely."""
+        """Any candidate, each equally likely (one draw, even with a single candidate)."""
         return candidates[int(self.rng.integers(len(candidates)))]

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from ..core.admission import AdmissionRule
 from ..core.scenario import Scenario
 from ..core.simulator import PlacementPolicy, RunResult, SchedulerView, Simulator
+from ..core.snapshot import QueueSnapshot
 from ..errors import ValidationError
-from .base import Policy
+from .base import Ordering, Policy
 
 __all__ = ["MAX_ORACLE_JOBS", "OraclePolicy", "StaticOrdering", "best_static_order"]
 
@@ -27,7 +28,7 @@ __all__ = ["MAX_ORACLE_JOBS", "OraclePolicy", "StaticOrdering", "best_static_ord
 MAX_ORACLE_JOBS = 8
 
 
-class StaticOrdering:
+class StaticOrdering(Ordering):
     """Always the candidate that comes first in a fixed order of job ids."""
 
     name = "static"
@@ -35,8 +36,12 @@ class StaticOrdering:
     def __init__(self, order: Sequence[int]) -> None:
         self.rank = {job: i for i, job in enumerate(order)}
 
+    def pick(self, queue: QueueSnapshot, legal: Sequence[int]) -> int:
+        """The legal slot whose job is ranked first."""
+        return min(legal, key=lambda i: self.rank[queue.job_ids[i]])
+
     def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
-        """The candidate ranked first."""
+        """The candidate ranked first (no snapshot needed)."""
         return min(candidates, key=self.rank.__getitem__)
 
 

@@ -1,7 +1,14 @@
-"""Every named policy of the paper's evaluation, behind stable names.
+"""The one registry of orderings, placements, admission rules and the named policies built
+from them.
 
-``make_policy(name, seed=...)`` returns a fresh :class:`Policy`; ``policy_names()`` lists
-them in the order tables show them. ``bacepipe policies`` prints the same list.
+- ``make_policy(name, seed=...)`` returns a fresh :class:`Policy`; ``policy_names()`` lists
+  them in the order tables show them (``bacepipe policies`` prints the same list).
+- ``make_ordering``, ``make_placement`` and ``make_admission`` build the parts by name; the
+  simulator, the Gymnasium environment and the heuristic agents all get them here.
+
+A policy is one entry of :data:`_POLICIES`: its name, a description, an ordering and a
+placement. Adding a baseline is one file with its ordering or placement and one entry here
+(``docs/extending.md`` walks through an example).
 """
 
 from __future__ import annotations
@@ -9,112 +16,142 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..core.admission import ADMISSION_RULES, make_admission
+from ..core.simulator import OrderingPolicy, PlacementPolicy
 from ..errors import ValidationError
 from .bace_pipe import PathfinderPlacement, PriorityOrdering
 from .base import FCFSOrdering, Policy
-from .baselines import RandomOrdering, RulePlacement, SJFOrdering
+from .baselines import PLACEMENT_RULES, RandomOrdering, RulePlacement, SJFOrdering
 from .oracle import OraclePolicy, StaticOrdering
 
 __all__ = [
+    "ADMISSION_RULES",
+    "ORDERINGS",
+    "PLACEMENTS",
     "PolicyInfo",
     "ablation_names",
     "baseline_names",
+    "make_admission",
+    "make_ordering",
+    "make_placement",
     "make_policy",
     "policy_info",
     "policy_names",
+    "register_policy",
 ]
+
+OrderingFactory = Callable[[int], OrderingPolicy]  # seed -> a fresh ordering
+PlacementFactory = Callable[[], PlacementPolicy]
+
+#: Ordering name -> factory of a fresh ordering (the seed seeds ``random``).
+ORDERINGS: dict[str, OrderingFactory] = {
+    "priority": lambda seed: PriorityOrdering(),
+    "fcfs": lambda seed: FCFSOrdering(),
+    "sjf": lambda seed: SJFOrdering(),
+    "random": lambda seed: RandomOrdering(seed),
+}
+
+
+def _rule(name: str) -> PlacementFactory:
+    return lambda: RulePlacement(name)
+
+
+#: Placement name -> factory. "cr-ldf+cost-min" is the w/o Pathfinder ablation's placement,
+#: "pathfinder+even" the w/o Cost-Min ablation's.
+PLACEMENTS: dict[str, PlacementFactory] = {
+    "pathfinder": PathfinderPlacement,
+    "pathfinder+partial": lambda: PathfinderPlacement(partial_take=True),
+    **{name: _rule(name) for name in PLACEMENT_RULES},
+}
 
 
 @dataclass(frozen=True)
 class PolicyInfo:
-    """A registry entry: the policy's name, a one-line description and its factory."""
+    """A registry entry: the policy's name, a one-line description, its ordering (by name in
+    :data:`ORDERINGS`, or a factory) and placement (by name in :data:`PLACEMENTS`, or a
+    factory)."""
 
     name: str
     description: str
-    factory: Callable[[int], Policy]
+    ordering: str | OrderingFactory
+    placement: str | PlacementFactory
     oracle: bool = False  # sees what a scheduler cannot (future arrivals); not in "all"
 
+    def factory(self, seed: int) -> Policy:
+        """A fresh policy; ``seed`` seeds an ordering with randomness."""
+        ordering = self.ordering
+        order = ORDERINGS[ordering](seed) if isinstance(ordering, str) else ordering(seed)
+        place = self.placement
+        placement = PLACEMENTS[place]() if isinstance(place, str) else place()
+        cls = OraclePolicy if self.oracle else Policy
+        return cls(self.name, order, placement)
 
-def _pair(
-    name: str, ordering: Callable[[int], object], placement: Callable[[], object]
-) -> Callable[[int], Policy]:
-    def make(seed: int) -> Policy:
-        return Policy(name, ordering(seed), placement())  # type: ignore[arg-type]
 
-    return make
-
-
-_ENTRIES = [
+_POLICIES = [
     PolicyInfo(
-        "bace-pipe",
-        "BACE-Pipe: dynamic priority + Pathfinder + Cost-Min",
-        _pair("bace-pipe", lambda s: PriorityOrdering(), PathfinderPlacement),
+        "bace-pipe", "BACE-Pipe: dynamic priority + Pathfinder + Cost-Min", "priority", "pathfinder"
     ),
     PolicyInfo(
-        "lcf",
-        "Lowest-Cost-First: FCFS, the cheapest region with a free GPU",
-        _pair("lcf", lambda s: FCFSOrdering(), lambda: RulePlacement("lcf")),
+        "lcf", "Lowest-Cost-First: FCFS, the cheapest region with a free GPU", "fcfs", "lcf"
     ),
     PolicyInfo(
-        "ldf",
-        "Lowest-Delay-First: FCFS, the region with the most free GPUs",
-        _pair("ldf", lambda s: FCFSOrdering(), lambda: RulePlacement("ldf")),
+        "ldf", "Lowest-Delay-First: FCFS, the region with the most free GPUs", "fcfs", "ldf"
+    ),
+    PolicyInfo("cr-lcf", "Cross-Region LCF: FCFS, regions by ascending price", "fcfs", "cr-lcf"),
+    PolicyInfo(
+        "cr-ldf", "Cross-Region LDF: FCFS, largest region then widest links", "fcfs", "cr-ldf"
     ),
     PolicyInfo(
-        "cr-lcf",
-        "Cross-Region LCF: FCFS, regions by ascending price",
-        _pair("cr-lcf", lambda s: FCFSOrdering(), lambda: RulePlacement("cr-lcf")),
-    ),
-    PolicyInfo(
-        "cr-ldf",
-        "Cross-Region LDF: FCFS, largest region then widest links",
-        _pair("cr-ldf", lambda s: FCFSOrdering(), lambda: RulePlacement("cr-ldf")),
-    ),
-    PolicyInfo(
-        "no-priority",
-        "Ablation w/o Priority: FCFS + Pathfinder + Cost-Min",
-        _pair("no-priority", lambda s: FCFSOrdering(), PathfinderPlacement),
+        "no-priority", "Ablation w/o Priority: FCFS + Pathfinder + Cost-Min", "fcfs", "pathfinder"
     ),
     PolicyInfo(
         "no-pathfinder",
         "Ablation w/o Pathfinder: priority + CR-LDF path + Cost-Min",
-        _pair(
-            "no-pathfinder", lambda s: PriorityOrdering(), lambda: RulePlacement("cr-ldf+cost-min")
-        ),
+        "priority",
+        "cr-ldf+cost-min",
     ),
     PolicyInfo(
         "no-costmin",
         "Ablation w/o Cost-Min: priority + Pathfinder + even spread",
-        _pair("no-costmin", lambda s: PriorityOrdering(), lambda: RulePlacement("pathfinder+even")),
+        "priority",
+        "pathfinder+even",
     ),
     PolicyInfo(
-        "fcfs",
-        "FCFS order + BACE-Pipe placement (same pair as no-priority)",
-        _pair("fcfs", lambda s: FCFSOrdering(), PathfinderPlacement),
+        "fcfs", "FCFS order + BACE-Pipe placement (same pair as no-priority)", "fcfs", "pathfinder"
     ),
-    PolicyInfo(
-        "sjf",
-        "Shortest E(1) first + BACE-Pipe placement",
-        _pair("sjf", lambda s: SJFOrdering(), PathfinderPlacement),
-    ),
-    PolicyInfo(
-        "random",
-        "Random order (seeded) + BACE-Pipe placement",
-        _pair("random", lambda s: RandomOrdering(s), PathfinderPlacement),
-    ),
+    PolicyInfo("sjf", "Shortest E(1) first + BACE-Pipe placement", "sjf", "pathfinder"),
+    PolicyInfo("random", "Random order (seeded) + BACE-Pipe placement", "random", "pathfinder"),
     PolicyInfo(
         "oracle",
         "Oracle: the best static job order (sees future arrivals; at most 8 jobs, ~10 s)",
-        lambda s: OraclePolicy("oracle", StaticOrdering(()), PathfinderPlacement()),
+        lambda seed: StaticOrdering(()),
+        "pathfinder",
         oracle=True,
     ),
 ]
-_BY_NAME = {e.name: e for e in _ENTRIES}
+_BY_NAME = {e.name: e for e in _POLICIES}
+
+
+def register_policy(info: PolicyInfo) -> None:
+    """Add a policy from outside the package (e.g. your own baseline), after the built-ins:
+    every command, experiment and agent then finds it by name. Names must be new."""
+    if not isinstance(info, PolicyInfo):
+        raise ValidationError("policy", info, "must be a PolicyInfo")
+    if info.name in _BY_NAME:
+        raise ValidationError("policy", info.name, "is already registered")
+    for kind, part, table in (
+        ("ordering", info.ordering, ORDERINGS),
+        ("placement", info.placement, PLACEMENTS),
+    ):
+        if isinstance(part, str) and part not in table:
+            raise ValidationError(kind, part, f"unknown {kind}; choose from: {', '.join(table)}")
+    _POLICIES.append(info)
+    _BY_NAME[info.name] = info
 
 
 def policy_names(include_oracles: bool = False) -> list[str]:
     """Registered policy names in display order; oracles only when asked for."""
-    return [e.name for e in _ENTRIES if include_oracles or not e.oracle]
+    return [e.name for e in _POLICIES if include_oracles or not e.oracle]
 
 
 def baseline_names() -> list[str]:
@@ -142,3 +179,27 @@ def policy_info(name: str) -> PolicyInfo:
 def make_policy(name: str, *, seed: int = 0) -> Policy:
     """A fresh policy by name; ``seed`` seeds policies with randomness (``random``)."""
     return policy_info(name).factory(seed)
+
+
+def make_ordering(name: str, *, seed: int = 0) -> OrderingPolicy:
+    """A fresh ordering by name (:data:`ORDERINGS`)."""
+    try:
+        return ORDERINGS[name](seed)
+    except KeyError:
+        raise ValidationError(
+            "ordering", name, f"unknown ordering; choose from: {', '.join(ORDERINGS)}"
+        ) from None
+
+
+def make_placement(placement: str | PlacementPolicy) -> PlacementPolicy:
+    """A placement policy by name (:data:`PLACEMENTS`), or the object itself."""
+    if not isinstance(placement, str):
+        if not callable(getattr(placement, "place", None)):
+            raise ValidationError("placement", placement, "must have a place(view, job_id) method")
+        return placement
+    try:
+        return PLACEMENTS[placement]()
+    except KeyError:
+        raise ValidationError(
+            "placement", placement, f"unknown placement; choose from: {', '.join(PLACEMENTS)}"
+        ) from None

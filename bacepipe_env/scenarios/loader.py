@@ -7,6 +7,7 @@ and either an explicit job list or a workload rule. The schema is documented in
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -29,7 +30,9 @@ from ..errors import ScenarioError
 
 __all__ = [
     "BUILTIN_SCENARIOS",
+    "JobRow",
     "ScenarioTemplate",
+    "WorkloadRule",
     "build_scenario",
     "compile_scenario",
     "list_scenarios",
@@ -209,6 +212,32 @@ def build_scenario(
     return template.materialize(seed, profile_cache=profile_cache)
 
 
+@dataclass(frozen=True)
+class JobRow:
+    """One validated job of a scenario: names from the model and dataset tables; ``batch``
+    and ``epochs`` None take the model's and the scenario's defaults."""
+
+    model: str
+    dataset: str
+    submit_h: float  # hours
+    batch: int | None = None
+    epochs: int | None = None
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class WorkloadRule:
+    """A validated ``workload`` section: how many jobs, how models and datasets are drawn
+    (``cycle``, ``random`` or one name), and the arrivals (all at ``submit_h``, or Poisson at
+    ``rate`` per hour from ``submit_h``)."""
+
+    n_jobs: int
+    models: str
+    datasets: str
+    submit_h: float
+    rate: float | None = None
+
+
 @dataclass(frozen=True, eq=False)
 class ScenarioTemplate:
     """A validated scenario file with its cluster built; :meth:`materialize` draws the jobs
@@ -223,8 +252,8 @@ class ScenarioTemplate:
     constants: TrainingConstants
     epochs: int
     knobs: Mapping[str, Any]
-    rows: tuple[Mapping[str, Any], ...] | None = None  # an explicit job list
-    workload: Mapping[str, Any] | None = None  # a validated workload rule
+    rows: tuple[JobRow, ...] | None = None  # an explicit job list
+    workload: WorkloadRule | None = None  # a validated workload rule
     ignore_memory: bool = False
     admission: str = "greedy"
 
@@ -235,18 +264,18 @@ class ScenarioTemplate:
         rows = self.rows if self.rows is not None else self._draw(np.random.default_rng(seed))
         jobs = []
         for i, row in enumerate(rows):
-            model, batch = self.models[row["model"]]
+            model, batch = self.models[row.model]
             jobs.append(
                 Job.trusted(  # every value was validated by compile_scenario
                     job_id=i + 1,
                     model=model,
-                    dataset=row["dataset"],
-                    samples=self.datasets[row["dataset"]],
-                    batch=row.get("batch", batch),
-                    submit_time=float(row["submit_h"]) * SECONDS_PER_HOUR,
-                    epochs=row.get("epochs", self.epochs),
+                    dataset=row.dataset,
+                    samples=self.datasets[row.dataset],
+                    batch=batch if row.batch is None else row.batch,
+                    submit_time=float(row.submit_h) * SECONDS_PER_HOUR,
+                    epochs=self.epochs if row.epochs is None else row.epochs,
                     constants=self.constants,
-                    name=row.get("name", ""),
+                    name=row.name,
                 )
             )
         params = {
@@ -268,22 +297,19 @@ class ScenarioTemplate:
             admission=self.admission,
         )
 
-    def _draw(self, rng: np.random.Generator) -> list[dict[str, Any]]:
+    def _draw(self, rng: np.random.Generator) -> list[JobRow]:
         w = self.workload
         assert w is not None
-        n = w["n_jobs"]
-        chosen_models = _pick(w["models"], list(self.models), n, rng)
-        chosen_data = _pick(w["datasets"], list(self.datasets), n, rng)
-        if w["rate"] is not None:
-            gaps = rng.exponential(1.0 / w["rate"], size=n)
+        n = w.n_jobs
+        chosen_models = _pick(w.models, list(self.models), n, rng)
+        chosen_data = _pick(w.datasets, list(self.datasets), n, rng)
+        if w.rate is not None:
+            gaps = rng.exponential(1.0 / w.rate, size=n)
             gaps[0] = 0.0
-            submits = (w["submit_h"] + np.cumsum(gaps)).tolist()
+            submits = (w.submit_h + np.cumsum(gaps)).tolist()
         else:
-            submits = [w["submit_h"]] * n
-        return [
-            {"model": m, "dataset": d, "submit_h": t}
-            for m, d, t in zip(chosen_models, chosen_data, submits)
-        ]
+            submits = [w.submit_h] * n
+        return [JobRow(m, d, t) for m, d, t in zip(chosen_models, chosen_data, submits)]
 
 
 def compile_scenario(
@@ -326,20 +352,18 @@ def compile_scenario(
     datasets = _named_table(_list(spec, "datasets"), "datasets", _DATASET_KEYS, _dataset)
     if "jobs" in spec and "workload" in spec:
         raise ScenarioError("jobs", "jobs and workload", "give either a job list or a workload")
-    rows: tuple[Mapping[str, Any], ...] | None = None
-    workload: dict[str, Any] | None = None
+    rows: tuple[JobRow, ...] | None = None
+    workload: WorkloadRule | None = None
     m = constants.micro_batch
     if "jobs" in spec:
         listed = _list(spec, "jobs")
         rows = tuple(_explicit_jobs(listed, models, datasets, n_jobs))
         model_index = {name: i for i, name in enumerate(models)}
         for i, row in enumerate(rows):
-            if "batch" in row:
-                _check_batch(f"jobs[{i % len(listed)}].batch", row["batch"], m)
+            if row.batch is not None:
+                _check_batch(f"jobs[{i % len(listed)}].batch", row.batch, m)
             else:
-                _check_batch(
-                    f"models[{model_index[row['model']]}].batch", models[row["model"]][1], m
-                )
+                _check_batch(f"models[{model_index[row.model]}].batch", models[row.model][1], m)
     elif "workload" in spec:
         workload = _workload(spec["workload"], list(models), list(datasets), n_jobs)
         for i, (_, batch) in enumerate(models.values()):
@@ -559,35 +583,39 @@ def _dataset(f: str, row: Mapping[str, Any]) -> int:
 
 def _explicit_jobs(
     rows: list[Any], models: Mapping[str, Any], datasets: Mapping[str, Any], n_jobs: int | None
-) -> list[dict[str, Any]]:
+) -> list[JobRow]:
     out = []
     for i, raw in enumerate(rows):
         f = f"jobs[{i}]"
-        row = dict(_table(f, raw, _JOB_KEYS))
-        row["model"] = _choice(f"{f}.model", _get(f, row, "model"), models, "model")
-        row["dataset"] = _choice(f"{f}.dataset", _get(f, row, "dataset"), datasets, "dataset")
-        row["submit_h"] = require_float(f"{f}.submit_h", row.get("submit_h", 0.0), minimum=0.0)
-        if "epochs" in row:
-            row["epochs"] = require_int(f"{f}.epochs", row["epochs"], minimum=1)
-        if "batch" in row:
-            row["batch"] = require_int(f"{f}.batch", row["batch"], minimum=1)
-        if "name" in row:
-            row["name"] = require_str(f"{f}.name", row["name"])
-        out.append(row)
+        row = _table(f, raw, _JOB_KEYS)
+        out.append(
+            JobRow(
+                model=_choice(f"{f}.model", _get(f, row, "model"), models, "model"),
+                dataset=_choice(f"{f}.dataset", _get(f, row, "dataset"), datasets, "dataset"),
+                submit_h=require_float(f"{f}.submit_h", row.get("submit_h", 0.0), minimum=0.0),
+                batch=None
+                if "batch" not in row
+                else require_int(f"{f}.batch", row["batch"], minimum=1),
+                epochs=None
+                if "epochs" not in row
+                else require_int(f"{f}.epochs", row["epochs"], minimum=1),
+                name=require_str(f"{f}.name", row["name"]) if "name" in row else "",
+            )
+        )
     if n_jobs is not None:  # cut or cycle the list to the requested length
-        cycled = []
+        cycled: list[JobRow] = []
         for i in range(n_jobs):
-            row = dict(out[i % len(out)])
-            if i >= len(out) and "name" in row:
-                row["name"] = f"{row['name']}#{i // len(out) + 1}"
-            cycled.append(row)
+            job = out[i % len(out)]
+            if i >= len(out) and job.name:
+                job = dataclasses.replace(job, name=f"{job.name}#{i // len(out) + 1}")
+            cycled.append(job)
         out = cycled
     return out
 
 
 def _workload(
     raw: Any, model_names: list[str], dataset_names: list[str], n_jobs: int | None
-) -> dict[str, Any]:
+) -> WorkloadRule:
     w = _table("workload", raw, _WORKLOAD_KEYS)
     n = (
         n_jobs
@@ -597,13 +625,13 @@ def _workload(
     rate = None
     if "arrival_rate_per_h" in w:
         rate = require_float("workload.arrival_rate_per_h", w["arrival_rate_per_h"], positive=True)
-    return {
-        "n_jobs": n,
-        "models": _how("workload.models", w.get("models", "cycle"), model_names),
-        "datasets": _how("workload.datasets", w.get("datasets", "random"), dataset_names),
-        "submit_h": require_float("workload.submit_h", w.get("submit_h", 0.0), minimum=0.0),
-        "rate": rate,
-    }
+    return WorkloadRule(
+        n_jobs=n,
+        models=_how("workload.models", w.get("models", "cycle"), model_names),
+        datasets=_how("workload.datasets", w.get("datasets", "random"), dataset_names),
+        submit_h=require_float("workload.submit_h", w.get("submit_h", 0.0), minimum=0.0),
+        rate=rate,
+    )
 
 
 def _how(field: str, how: Any, names: list[str]) -> str:

@@ -15,9 +15,22 @@ from numpy.typing import ArrayLike
 
 from ..core.validate import require_int, require_vector
 from ..errors import ValidationError
-from .pathfinder import _check_path, _grow_widest, validated_inputs
+from .pathfinder import grow_widest_path, validated_inputs, validated_path
 
-__all__ = ["cr_lcf", "cr_ldf", "even_allocate", "fill_in_path_order", "lcf", "ldf"]
+__all__ = [
+    "cr_lcf",
+    "cr_lcf_unchecked",
+    "cr_ldf",
+    "cr_ldf_path_unchecked",
+    "even_allocate",
+    "even_allocate_unchecked",
+    "fill_in_path_order",
+    "fill_in_path_order_unchecked",
+    "lcf",
+    "lcf_unchecked",
+    "ldf",
+    "ldf_unchecked",
+]
 
 
 def lcf(
@@ -28,7 +41,7 @@ def lcf(
     the job's memory floor, one number or one per region (SPEC section 3a); 1 is the paper's
     rule."""
     f, p, _, k, _ = validated_inputs(free, price, None, k_star)
-    return _lcf(f, p, k, _floors(min_gpus, len(f)))
+    return lcf_unchecked(f, p, k, _floors(min_gpus, len(f)))
 
 
 def ldf(
@@ -38,7 +51,7 @@ def ldf(
     ``min_gpus <= K*``), the one with the most (ties to the cheaper, then the lower index)
     takes ``min(free, K*)`` GPUs."""
     f, p, _, k, _ = validated_inputs(free, price, None, k_star)
-    return _ldf(f, p, k, _floors(min_gpus, len(f)))
+    return ldf_unchecked(f, p, k, _floors(min_gpus, len(f)))
 
 
 def _floors(min_gpus: int | ArrayLike, k: int) -> list[int]:
@@ -70,7 +83,7 @@ def cr_lcf(
     If the walk ends below the memory floor ``min_gpus`` (of any region on its path), it starts
     again from the next-cheapest region, and so on; ``([], {})`` if no walk reaches it."""
     f, p, bw, k, a = validated_inputs(free, price, bandwidth, k_star, activation_bytes, t_comp)
-    return _cr_lcf(f, p, bw, k, a, t_comp, _floors(min_gpus, len(f)))
+    return cr_lcf_unchecked(f, p, bw, k, a, t_comp, _floors(min_gpus, len(f)))
 
 
 def cr_ldf(
@@ -86,8 +99,8 @@ def cr_ldf(
     tail while the bandwidth check passes (Alg. 1's expansion from one start); GPUs are taken
     in path order."""
     f, p, bw, k, a = validated_inputs(free, price, bandwidth, k_star, activation_bytes, t_comp)
-    path, g = _cr_ldf_path(f, p, bw, k, a, t_comp)
-    return path, _fill_in_path_order(path, g, f, p)
+    path, g = cr_ldf_path_unchecked(f, p, bw, k, a, t_comp)
+    return path, fill_in_path_order_unchecked(path, g, f, p)
 
 
 def fill_in_path_order(path: Sequence[int], g: int, free: ArrayLike) -> dict[int, int]:
@@ -98,7 +111,7 @@ def fill_in_path_order(path: Sequence[int], g: int, free: ArrayLike) -> dict[int
     """
     f, _, _, _, _ = validated_inputs(free, [0.0] * len(_as_list(free)), None, 1)
     p, g = _checked(path, g, f)
-    alloc = _fill_in_path_order(p, g, f, [])
+    alloc = fill_in_path_order_unchecked(p, g, f, [])
     empty = [r for r in p if alloc[r] == 0]
     if empty:
         raise ValidationError("g", g, f"runs out before path region {empty[0]} gets a GPU")
@@ -110,7 +123,7 @@ def even_allocate(path: Sequence[int], g: int, free: ArrayLike) -> dict[int, int
     free GPUs allow (water-filling; leftover GPUs go to the earliest path regions with room)."""
     f, _, _, _, _ = validated_inputs(free, [0.0] * len(_as_list(free)), None, 1)
     p, g = _checked(path, g, f)
-    return _even_allocate(p, g, f, [])
+    return even_allocate_unchecked(p, g, f, [])
 
 
 def _as_list(free: ArrayLike) -> list[object]:
@@ -121,7 +134,7 @@ def _as_list(free: ArrayLike) -> list[object]:
 
 
 def _checked(path: Sequence[int], g: int, free: list[int]) -> tuple[list[int], int]:
-    p = _check_path(path, len(free))
+    p = validated_path(path, len(free))
     g = require_int("g", g, minimum=len(p), exc=ValidationError)
     room = sum(free[r] for r in p)
     if g > room or any(free[r] < 1 for r in p):
@@ -129,12 +142,14 @@ def _checked(path: Sequence[int], g: int, free: list[int]) -> tuple[list[int], i
     return p, g
 
 
-# --- fast paths on plain Python lists, shared with the simulator's policies ---------------
+# --- fast paths: plain Python lists in, no validation (the callers validated already); the
+# simulator's policies call these on every decision
 
 
-def _lcf(
+def lcf_unchecked(
     free: Sequence[int], price: Sequence[float], k_star: int, floor: Sequence[int] | None = None
 ) -> tuple[list[int], dict[int, int]]:
+    """:func:`lcf` on plain lists, unvalidated; ``floor`` is the per-region memory floor."""
     best = -1
     for r, n in enumerate(free):
         if (
@@ -163,14 +178,15 @@ def _ldf_start(
     return best
 
 
-def _ldf(
+def ldf_unchecked(
     free: Sequence[int], price: Sequence[float], k_star: int, floor: Sequence[int] | None = None
 ) -> tuple[list[int], dict[int, int]]:
+    """:func:`ldf` on plain lists, unvalidated; ``floor`` is the per-region memory floor."""
     best = _ldf_start(free, price, floor, k_star)
     return ([best], {best: min(free[best], k_star)}) if best >= 0 else ([], {})
 
 
-def _cr_lcf(
+def cr_lcf_unchecked(
     free: Sequence[int],
     price: Sequence[float],
     bw: Sequence[Sequence[float]],
@@ -179,6 +195,7 @@ def _cr_lcf(
     t_comp: Callable[[int], float],
     floor: Sequence[int] | None = None,
 ) -> tuple[list[int], dict[int, int]]:
+    """:func:`cr_lcf` on plain lists, unvalidated; ``floor`` is the per-region memory floor."""
     order = sorted((r for r in range(len(free)) if free[r] > 0), key=lambda r: (price[r], r))
     for first in range(len(order)):  # restart only when a walk ends below the memory floor
         path = [order[first]]
@@ -192,11 +209,11 @@ def _cr_lcf(
                 path.append(u)
                 g, b_min = g_new, b_tmp
         if floor is None or all(g >= floor[r] for r in path):
-            return path, _fill_in_path_order(path, g, free, price)
+            return path, fill_in_path_order_unchecked(path, g, free, price)
     return [], {}
 
 
-def _cr_ldf_path(
+def cr_ldf_path_unchecked(
     free: Sequence[int],
     price: Sequence[float],
     bw: Sequence[Sequence[float]],
@@ -204,15 +221,17 @@ def _cr_ldf_path(
     a: float,
     t_comp: Callable[[int], float],
 ) -> tuple[list[int], int]:
+    """CR-LDF's path and GPU count (:func:`cr_ldf` before allocation), unvalidated."""
     start = _ldf_start(free, price)
     if start < 0:
         return [], 0
-    return _grow_widest(start, free, bw, k_star, a, t_comp, False)
+    return grow_widest_path(start, free, bw, k_star, a, t_comp, False)
 
 
-def _fill_in_path_order(
+def fill_in_path_order_unchecked(
     path: Sequence[int], g: int, free: Sequence[int], price: Sequence[float]
 ) -> dict[int, int]:
+    """:func:`fill_in_path_order` on plain lists, unvalidated (``price`` is unused)."""
     alloc: dict[int, int] = {}
     remaining = g
     for r in path:
@@ -221,9 +240,10 @@ def _fill_in_path_order(
     return alloc
 
 
-def _even_allocate(
+def even_allocate_unchecked(
     path: Sequence[int], g: int, free: Sequence[int], price: Sequence[float]
 ) -> dict[int, int]:
+    """:func:`even_allocate` on plain lists, unvalidated (``price`` is unused)."""
     alloc = dict.fromkeys(path, 0)
     remaining = g
     open_ = [r for r in path if free[r] > 0]

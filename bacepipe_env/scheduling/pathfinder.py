@@ -16,7 +16,16 @@ from numpy.typing import ArrayLike
 from ..core.validate import require_float, require_int, require_square_matrix, require_vector
 from ..errors import ValidationError
 
-__all__ = ["COST_TIE_RTOL", "cost_min_allocate", "pathfinder"]
+__all__ = [
+    "COST_TIE_RTOL",
+    "cost_min_allocate",
+    "cost_min_allocate_unchecked",
+    "grow_widest_path",
+    "pathfinder",
+    "pathfinder_unchecked",
+    "validated_inputs",
+    "validated_path",
+]
 
 #: Two average prices closer than this relative gap are a tie in Alg. 1 line 20, so that
 #: rounding in a float sum never decides between paths that cost the same in real arithmetic.
@@ -35,7 +44,7 @@ def cost_min_allocate(
     free_a = require_vector("free", free, integer=True, exc=ValidationError)
     k = free_a.shape[0]
     price_a = require_vector("price", price, length=k, exc=ValidationError)
-    p = _check_path(path, k)
+    p = validated_path(path, k)
     g = require_int("g", g, minimum=len(p), exc=ValidationError)
     free_l = free_a.tolist()
     for r in p:
@@ -45,7 +54,7 @@ def cost_min_allocate(
         raise ValidationError(
             "g", g, f"exceeds the {sum(free_l[r] for r in p)} free GPUs on the path"
         )
-    return _cost_min_allocate(p, g, free_l, price_a.tolist())
+    return cost_min_allocate_unchecked(p, g, free_l, price_a.tolist())
 
 
 def pathfinder(
@@ -69,7 +78,7 @@ def pathfinder(
     f, p, bw, k, a = validated_inputs(free, price, bandwidth, k_star, activation_bytes, t_comp)
     if not isinstance(partial_take, (bool, np.bool_)):
         raise ValidationError("partial_take", partial_take, "must be True or False")
-    return _pathfinder(f, p, bw, k, a, t_comp, bool(partial_take))
+    return pathfinder_unchecked(f, p, bw, k, a, t_comp, bool(partial_take))
 
 
 def validated_inputs(
@@ -99,7 +108,8 @@ def validated_inputs(
     return free_a.tolist(), price_a.tolist(), bw, k_star, a
 
 
-def _check_path(path: Sequence[int], k: int) -> list[int]:
+def validated_path(path: Sequence[int], k: int) -> list[int]:
+    """A path of distinct region indices below ``k`` as a list; ValidationError otherwise."""
     if isinstance(path, (str, bytes)) or not isinstance(path, (Sequence, np.ndarray)):
         raise ValidationError("path", path, "must be a sequence of region indices")
     p = [require_int(f"path[{i}]", r, minimum=0, exc=ValidationError) for i, r in enumerate(path)]
@@ -113,12 +123,14 @@ def _check_path(path: Sequence[int], k: int) -> list[int]:
     return p
 
 
-# --- fast paths on plain Python lists, shared with the simulator's built-in policy ---------
+# --- fast paths: plain Python lists in, no validation (the callers validated already); the
+# simulator's policies call these on every decision
 
 
-def _cost_min_allocate(
+def cost_min_allocate_unchecked(
     path: Sequence[int], g: int, free: Sequence[int], price: Sequence[float]
 ) -> dict[int, int]:
+    """:func:`cost_min_allocate` (Alg. 2) on plain lists, unvalidated."""
     alloc = dict.fromkeys(path, 1)  # Alg. 2 lines 1-2: one GPU per stage region
     remaining = g - len(path)  # line 3
     for r in sorted(path, key=price.__getitem__):  # line 4 (stable: ties keep path order)
@@ -133,7 +145,7 @@ def _cost_min_allocate(
 Allocator = Callable[[Sequence[int], int, Sequence[int], Sequence[float]], dict[int, int]]
 
 
-def _grow_widest(
+def grow_widest_path(
     start: int,
     free: Sequence[int],
     bw: Sequence[Sequence[float]],
@@ -178,7 +190,7 @@ def _grow_widest(
     return path, g
 
 
-def _pathfinder(
+def pathfinder_unchecked(
     free: Sequence[int],
     price: Sequence[float],
     bw: Sequence[Sequence[float]],
@@ -186,9 +198,10 @@ def _pathfinder(
     a: float,
     t_comp: Callable[[int], float],
     partial_take: bool,
-    allocate: Allocator = _cost_min_allocate,
+    allocate: Allocator = cost_min_allocate_unchecked,
 ) -> tuple[list[int], dict[int, int]]:
-    """Alg. 1; ``allocate`` is Alg. 2 unless an ablation swaps it out."""
+    """:func:`pathfinder` (Alg. 1) on plain lists, unvalidated; ``allocate`` is Alg. 2 unless an
+    ablation swaps it out."""
     k = len(free)
     # Phase 1, lines 1-4: the cheapest region that fits K* alone (ties to the lower index).
     best = -1
@@ -204,7 +217,7 @@ def _pathfinder(
     best_alloc: dict[int, int] = {}
     with_gpus = [r for r in range(k) if free[r] > 0]
     for start in with_gpus:  # line 6 (a start needs a free GPU)
-        path, g = _grow_widest(start, free, bw, k_star, a, t_comp, partial_take, with_gpus)
+        path, g = grow_widest_path(start, free, bw, k_star, a, t_comp, partial_take, with_gpus)
         if g < g_max:
             continue  # line 20 cannot pick it: skip allocating and pricing it
         alloc = allocate(path, g, free, price)  # line 18

@@ -11,7 +11,7 @@ from ..core.network import network_utilization_rows, offdiag_sum
 from ..core.validate import require_float, require_square_matrix, require_vector
 from ..errors import ValidationError
 
-__all__ = ["network_utilization", "priority_scores"]
+__all__ = ["network_utilization", "priority_scores", "priority_scores_unchecked"]
 
 
 def network_utilization(reserved: ArrayLike, bandwidth: ArrayLike) -> float:
@@ -37,13 +37,15 @@ def priority_scores(
     e1 = require_vector("single_gpu_exec", single_gpu_exec, exc=ValidationError)
     b = require_vector("min_bandwidth", min_bandwidth, length=e1.shape[0], exc=ValidationError)
     a = require_float("alpha", alpha, minimum=0.0, maximum=1.0, exc=ValidationError)
-    return np.array(_priority_scores(e1.tolist(), b.tolist(), a), dtype=float)
+    return np.array(priority_scores_unchecked(e1.tolist(), b.tolist(), a), dtype=float)
 
 
-# --- fast paths on plain Python lists, shared with the simulator's built-in policy ---------
+# --- fast paths: plain Python lists in, no validation (the callers validated already); the
+# simulator's policies call these on every decision
 
 
-def _priority_scores(e1: Sequence[float], b: Sequence[float], alpha: float) -> list[float]:
+def priority_scores_unchecked(e1: Sequence[float], b: Sequence[float], alpha: float) -> list[float]:
+    """:func:`priority_scores` (Eqs. 9, 10, 12) on plain lists, unvalidated."""
     e_max = max(e1, default=0.0)
     b_max = max(b, default=0.0)
     scores = []

@@ -456,10 +456,14 @@ def test_truncation_at_max_steps():
     assert (term, trunc) == (False, False)
 
 
-def test_registered_step_limit_truncates():
-    env = gym.make("bacepipe_env/GeoPipe-v1", max_steps=2)
+@pytest.mark.parametrize("limit", ["max_steps", "max_episode_steps"])
+def test_registered_step_limit_truncates(limit):
+    """``max_episode_steps`` is Gymnasium's TimeLimit; ``max_steps`` (passed through to the env)
+    still works too."""
+    env = gym.make("bacepipe_env/GeoPipe-v1", **{limit: 2})
     env.reset(seed=0)
-    env.step(0)
+    _, _, term, trunc, _ = env.step(0)
+    assert not (term or trunc)
     _, _, term, trunc, _ = env.step(0)
     assert trunc and not term
 

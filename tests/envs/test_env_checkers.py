@@ -16,7 +16,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 
 import bacepipe_env
-from bacepipe_env.envs import ENV_IDS, GeoPipeEnv, register_envs
+from bacepipe_env.envs import ENV_IDS, MAX_EPISODE_STEPS, GeoPipeEnv, register_envs
 
 # Design choices the checkers only warn about: the Box spaces are unbounded above (features
 # are O(1) but not clipped) and the (2, K, K) bandwidth tensor looks like an image to SB3.
@@ -41,12 +41,21 @@ EXPECTED_SCENARIO = {
 
 
 def test_the_three_ids_are_registered_on_import():
-    assert set(ENV_IDS) == set(EXPECTED_SCENARIO)
+    assert set(ENV_IDS) == set(EXPECTED_SCENARIO) == set(MAX_EPISODE_STEPS)
     for env_id in ENV_IDS:
         assert env_id in gym.registry
         spec = gym.spec(env_id)
         assert spec.entry_point == "bacepipe_env.envs.geopipe:GeoPipeEnv"
         assert spec.kwargs == ENV_IDS[env_id]
+        # the step limit is Gymnasium's, enforced by TimeLimit, not an env argument
+        assert spec.max_episode_steps == MAX_EPISODE_STEPS[env_id] > 0
+        assert "max_steps" not in spec.kwargs
+
+
+def _wrappers(env):
+    while isinstance(env, gym.Wrapper):
+        yield env
+        env = env.env
 
 
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
@@ -56,7 +65,11 @@ def test_registered_id_builds_its_scenario(env_id):
     env.reset(seed=0)
     assert env.unwrapped.scenario.name == EXPECTED_SCENARIO[env_id]
     assert env.unwrapped.max_queue == ENV_IDS[env_id]["max_queue"]
-    assert env.unwrapped.max_steps == ENV_IDS[env_id]["max_steps"]
+    assert env.unwrapped.max_steps is None  # the TimeLimit wrapper truncates instead
+    assert isinstance(env, gym.wrappers.TimeLimit) or any(
+        isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env)
+    )
+    assert env.spec.max_episode_steps == MAX_EPISODE_STEPS[env_id]
     assert env.action_space == gym.spaces.Discrete(env.unwrapped.max_queue)
     env.close()
 
@@ -139,6 +152,7 @@ def _run_fresh(script: str, cwd) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_make_with_module_prefix_in_a_fresh_process(tmp_path):
     out = _run_fresh(
         """
@@ -171,6 +185,7 @@ def test_make_with_module_prefix_in_a_fresh_process(tmp_path):
     assert out["jct"] > 0
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_make_vec_sync_in_a_fresh_process(tmp_path):
     out = _run_fresh(
         """

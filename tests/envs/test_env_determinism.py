@@ -46,6 +46,8 @@ def _assert_info_equal(a, b):
     na, nb = _numeric_info(a), _numeric_info(b)
     assert na.keys() == nb.keys()
     assert set(a) == set(b)
+    assert a["queue"] == b["queue"]  # typed QueueSnapshot, field by field
+    assert a["reward_terms"] == b["reward_terms"]
     for key in na:
         if isinstance(na[key], np.ndarray):
             assert np.array_equal(na[key], nb[key]), key
@@ -209,6 +211,7 @@ def test_gymnasium_sync_vector_env():
     assert finished >= 2 and not any(live)
 
 
+@pytest.mark.slow  # forks two worker processes
 def test_sb3_subproc_vec_env_masks():
     import torch
     from sb3_contrib.common.maskable.utils import get_action_masks

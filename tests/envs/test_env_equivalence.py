@@ -132,3 +132,69 @@ def test_evaluate_is_run_episode_per_seed():
         assert r.agent == "bace-pipe"
         assert r.illegal_actions == 0
         assert r.episode_return < 0
+
+
+@pytest.mark.parametrize("admission", ["finish-aware", "full"])
+@pytest.mark.parametrize("name", ["bace-pipe", "ldf", "cr-lcf", "sjf", "random"])
+def test_agent_equals_simulator_under_each_admission_rule(name, admission):
+    """The env applies the same admission rule as the simulator: its mask offers only the jobs
+    the rule would start, and the agent's ordering picks among them."""
+    for scenario, seed in (("paper", 0), ("paper", 1), ("paper-aws", 2)):
+        env = GeoPipeEnv(
+            scenario, placement=AGENT_PLACEMENTS[name], admission=admission, max_queue=MAX_QUEUE
+        )
+        res = run_episode(env, make_agent(name), seed)
+        expected = make_policy(name, seed=seed).simulate(env.scenario, admission=admission)
+        assert expected.admission == admission
+        _assert_same_run(env, res, expected)
+
+
+def test_the_agent_is_the_simulators_ordering_object():
+    """One home per ordering: the agent holds the registry's ordering, not a second copy."""
+    for name in AGENT_PLACEMENTS:
+        agent = make_agent(name)
+        assert type(agent.ordering) is type(make_policy(name).ordering)
+
+
+def test_sb3_evaluate_policy_takes_a_bound_heuristic_agent():
+    """SB3's PolicyPredictor protocol: ``evaluate_policy`` plays a heuristic bound to its env,
+    and the episode returns equal those of our own loop on the same reset seeds."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    def play(seed: int, episodes: int) -> list[float]:  # reset(seed) once, then plain resets
+        env = GeoPipeEnv("paper", max_queue=MAX_QUEUE)
+        agent = make_agent("bace-pipe")
+        returns = []
+        obs, info = env.reset(seed=seed)
+        for _ in range(episodes):
+            total, done = 0.0, False
+            while not done:
+                action, _ = agent.predict(obs, info=info)
+                obs, reward, terminated, truncated, info = env.step(action)
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+            obs, info = env.reset()
+        return returns
+
+    vec = DummyVecEnv([lambda: GeoPipeEnv("paper", max_queue=MAX_QUEUE)])
+    vec.seed(7)
+    agent = make_agent("bace-pipe").bind(vec)
+    rewards, lengths = evaluate_policy(
+        agent, vec, n_eval_episodes=3, return_episode_rewards=True, warn=False
+    )
+    assert len(rewards) == 3 and all(n == 8 for n in lengths)
+    # DummyVecEnv keeps each step's reward in a float32 buffer: equal to float32 precision
+    assert rewards == pytest.approx(play(7, 3), rel=1e-6)
+
+
+def test_an_unbound_agent_without_info_says_how_to_bind_it():
+    from bacepipe_env.errors import ValidationError
+
+    env = GeoPipeEnv("paper", max_queue=MAX_QUEUE)
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(ValidationError, match="bind"):
+        make_agent("fcfs").predict(obs)
+    action, state = make_agent("fcfs").bind(env).predict(obs)
+    assert state is None and int(action) == 0

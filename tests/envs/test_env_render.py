@@ -51,17 +51,20 @@ def test_ansi_after_reset_shows_regions_queue_and_time() -> None:
     assert f"0/{sim.n_jobs}" in lines[0]
     for name, cap in zip(sim.cluster.names, sim.cluster.capacity):
         assert re.search(rf"^\s+{re.escape(name)}\s+{cap}/{cap}\s", text, re.MULTILINE)
-    assert env._window, "fig1 offers jobs right after reset"
-    for job_id in env._window:
+    window = env.queue_snapshot.job_ids
+    assert window, "fig1 offers jobs right after reset"
+    for job_id in window:
         job = sim.profile(job_id).job
         row = next(line for line in lines if re.search(rf"\s{re.escape(job.name)}\s", line))
         assert job.model.name in row
         assert job.dataset in row
         assert str(sim.profile(job_id).k_star) in row
-    # the preview of slot 0 is written as "Region:gpus > ..."
-    pv = env._previews[0]
+    # the preview of slot 0 (what the placement policy offers it now) is written as
+    # "Region:gpus > ..."
+    pv = sim.offer(window[0])
     assert pv is not None
     assert pv.describe(sim.cluster.names) in text
+    assert env.render_snapshot().queue[0].preview == pv.describe(sim.cluster.names)
     assert all(line == line.rstrip() for line in lines)
     assert "(none)" in text  # nothing runs yet
 
@@ -101,7 +104,8 @@ def test_snapshot_is_plain_data_and_consistent() -> None:
     assert snap.region_names == sim.cluster.names
     assert snap.free == sim.free_gpus
     assert snap.capacity == sim.cluster.capacity
-    assert [q.job_id for q in snap.queue] == env._window
+    assert snap == env.render_snapshot()
+    assert tuple(q.job_id for q in snap.queue) == env.queue_snapshot.job_ids
     assert [r.job_id for r in snap.running] == list(sim.running)
     assert snap.finished + len(snap.running) == len(snap.timeline)
     assert snap.total_jobs == sim.n_jobs == len(sim.scenario.jobs)
@@ -133,6 +137,7 @@ def test_render_before_reset_raises_and_no_mode_returns_none() -> None:
 
 
 # ------------------------------------------------------------------------------- rgb
+@pytest.mark.slow  # matplotlib draws two full frames
 def test_rgb_frames_have_stable_shape_and_content() -> None:
     env = GeoPipeEnv("paper", render_mode="rgb_array")
     env.reset(seed=0)

@@ -14,7 +14,10 @@ from bacepipe_env.envs import make_agent, run_episode
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.filterwarnings("ignore:.*maximum value is infinity.*")
+pytestmark = [
+    pytest.mark.slow,  # training runs: `pytest -m "not slow"` skips them, the default runs them
+    pytest.mark.filterwarnings("ignore:.*maximum value is infinity.*"),
+]
 
 FIG1 = "bacepipe_env/GeoPipe-Fig1-v1"
 

@@ -279,7 +279,7 @@ def test_saved_model_plays_a_whole_episode_with_only_legal_actions(tiny: TinyRun
     for seed in (0, cfg["eval_seeds"][0]):
         result = run_episode(env, agent, seed)
         assert result.illegal_actions == 0, result
-        assert 0 < result.steps < env.spec.kwargs["max_steps"], result  # terminated, not cut
+        assert 0 < result.steps < env.spec.max_episode_steps, result  # terminated, not cut
         assert math.isfinite(result.avg_jct_h) and result.avg_jct_h > 0, result
         assert math.isfinite(result.total_cost_usd) and result.total_cost_usd > 0, result
 

@@ -1,0 +1,61 @@
+"""What an ordering sees at a decision: the typed contract between the simulator, the
+orderings, the environment and the agents.
+
+An ordering decides from a :class:`QueueSnapshot` alone, so the same ordering object serves
+the simulator (which builds the snapshot from its state) and a heuristic agent on the
+Gymnasium environment (which receives the snapshot the environment built at that decision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .simulator import SchedulerView
+
+__all__ = ["QueueSnapshot"]
+
+
+@dataclass(frozen=True)
+class QueueSnapshot:
+    """The candidate jobs of one decision, in submission order, with what orderings read.
+
+    Eqs. (9)-(10) normalise over the whole pending queue, candidates or not, so its maxima
+    travel with the candidates.
+    """
+
+    job_ids: tuple[int, ...]  # candidates, in submission order
+    single_gpu_exec: tuple[float, ...]  # E(1) of each candidate, s (Eq. 9 input)
+    min_bandwidth_kstar: tuple[float, ...]  # b(K*) of each candidate, bytes/s (Eq. 10 input)
+    submit_time: tuple[float, ...]  # s
+    pending_e1_max: float  # max E(1) over the pending queue, s
+    pending_bkstar_max: float  # max b(K*) over the pending queue, bytes/s
+    alpha: float  # Eq. (11) now
+    time: float  # s
+
+    def __len__(self) -> int:
+        return len(self.job_ids)
+
+    @classmethod
+    def from_view(cls, view: SchedulerView, candidates: Sequence[int]) -> QueueSnapshot:
+        """The snapshot of ``candidates`` (job ids) on ``view``'s state."""
+        profiles = [view.profile(j) for j in candidates]
+        e_max = b_max = 0.0
+        for j in view.pending:
+            p = view.profile(j)
+            if p.single_gpu_exec > e_max:
+                e_max = p.single_gpu_exec
+            if p.min_bandwidth_kstar > b_max:
+                b_max = p.min_bandwidth_kstar
+        return cls(
+            job_ids=tuple(candidates),
+            single_gpu_exec=tuple([p.single_gpu_exec for p in profiles]),
+            min_bandwidth_kstar=tuple([p.min_bandwidth_kstar for p in profiles]),
+            submit_time=tuple([p.job.submit_time for p in profiles]),
+            pending_e1_max=e_max,
+            pending_bkstar_max=b_max,
+            alpha=view.network_utilization,
+            time=view.time,
+        )

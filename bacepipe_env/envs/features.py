@@ -1,0 +1,348 @@
+"""The observation as a feature table: one entry per array, read by the encoder, the docs and
+the tests.
+
+:data:`FEATURES` lists the observation's float arrays (``regions``, ``bandwidth``, ``queue``,
+``summary``): each :class:`Feature` has a name, a shape in terms of ``max_regions`` and
+``max_queue``, a description, its named columns and the function that computes it.
+:class:`ObservationEncoder` runs those functions at each decision; :func:`observation_space`
+builds the Gymnasium space from the same table; :func:`markdown_table` writes the Observation
+tables of ``docs/environment.md``, and a test checks that the docs carry them.
+
+Every value is float32 and >= 0, brought to O(1) by :class:`~bacepipe_env.envs.config.ObsScales`.
+The observation holds only what a real scheduler knows: no future arrivals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+from gymnasium import spaces
+
+from ..core.scenario import Scenario
+from ..core.simulator import Simulator
+from ..core.snapshot import QueueSnapshot
+from ..core.units import GBPS_PER_BYTE_PER_S, SECONDS_PER_HOUR
+from .config import ObsScales
+from .previews import Preview
+
+__all__ = [
+    "BANDWIDTH_LAYERS",
+    "FEATURES",
+    "QUEUE_FEATURES",
+    "REGION_FEATURES",
+    "SUMMARY_FEATURES",
+    "Column",
+    "Decision",
+    "Feature",
+    "ObservationEncoder",
+    "feature",
+    "flat_space",
+    "flatten",
+    "markdown_table",
+    "observation_space",
+]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One named column of a feature array (a layer, for ``bandwidth``)."""
+
+    name: str
+    description: str
+
+
+class Decision(NamedTuple):
+    """What the encoder reads at one decision point."""
+
+    sim: Simulator
+    queue: QueueSnapshot  # the visible window's jobs, in slot order
+    previews: Sequence[Preview | None]  # per window slot; None: no placement that can start
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One float32 array of the observation.
+
+    ``shape`` holds ints and the names ``"max_regions"`` / ``"max_queue"``; the axis that
+    ``columns`` name is the last one (the first for ``bandwidth``).
+    """
+
+    name: str
+    shape: tuple[int | str, ...]
+    description: str
+    columns: tuple[Column, ...]
+    encode: Callable[[ObservationEncoder, Decision], np.ndarray]
+
+    def resolve(self, max_queue: int, max_regions: int) -> tuple[int, ...]:
+        """The concrete shape for a window of ``max_queue`` and ``max_regions`` regions."""
+        sizes = {"max_queue": max_queue, "max_regions": max_regions}
+        return tuple(sizes[d] if isinstance(d, str) else d for d in self.shape)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """The columns' names, in index order."""
+        return tuple(c.name for c in self.columns)
+
+
+def _log_gbps(bytes_per_s: np.ndarray, sc: ObsScales) -> np.ndarray:
+    """``log10(1 + Gbps) / log_gbps`` of a float64 array of bytes/s."""
+    out: np.ndarray = np.log10(1.0 + bytes_per_s * GBPS_PER_BYTE_PER_S) / sc.log_gbps
+    return out
+
+
+class ObservationEncoder:
+    """Turns decisions into observation arrays, following :data:`FEATURES`.
+
+    :meth:`start` computes an episode's static parts (capacities, prices, link capacities,
+    per-job constants) once; :meth:`encode` fills in the rest at each decision.
+    """
+
+    k: int  # the episode's regions
+    capacity: np.ndarray  # (k,) GPUs, float64
+    total_gpus: float
+    regions_static: np.ndarray  # (max_regions, 5): every column but free_frac
+    bandwidth_static: np.ndarray  # (2, max_regions, max_regions): the capacity layer
+    bandwidth_rows: object  # the residual rows the cached layer was made from
+    bandwidth_obs: np.ndarray  # (2, max_regions, max_regions), the cached array
+    job_static: dict[int, tuple[float, float, float]]  # job id -> queue columns 3-5
+    k_star: dict[int, int]  # job id -> K*
+
+    def __init__(self, max_queue: int, max_regions: int, scales: ObsScales) -> None:
+        self.max_queue = max_queue
+        self.max_regions = max_regions
+        self.scales = scales
+        self._cluster: object = None  # the cluster the static arrays were made for
+
+    def start(self, scenario: Scenario) -> None:
+        """Static parts of an episode's observations."""
+        cl, sc = scenario.cluster, self.scales
+        if cl is not self._cluster:  # a named scenario keeps its cluster: so do its arrays
+            self._cluster = cl
+            k, kk = cl.n_regions, self.max_regions
+            self.k = k
+            self.capacity = np.array(cl.capacity, dtype=np.float64)
+            self.total_gpus = float(cl.total_gpus)
+            regions = np.zeros((kk, len(REGION_COLUMNS)), dtype=np.float32)
+            regions[:k, 0] = 1.0
+            regions[:k, 2] = self.capacity / sc.gpus
+            regions[:k, 3] = np.array(cl.prices) / sc.price
+            intra = np.array([r.intra_bandwidth for r in cl.regions])
+            regions[:k, 4] = np.log10(1.0 + intra * GBPS_PER_BYTE_PER_S)
+            regions[:k, 4] /= sc.log_gbps  # in float32, as it always was
+            self.regions_static = regions
+            bw = np.zeros((2, kk, kk), dtype=np.float32)
+            bw[1, :k, :k] = _log_gbps(cl.bandwidth, sc)
+            self.bandwidth_static = bw
+        self.bandwidth_rows = None
+        self.bandwidth_obs = self.bandwidth_static
+        lg, lh = sc.log_gbps, sc.log_hours
+        self.job_static, self.k_star = {}, {}
+        for j, p in scenario.profiles.items():  # they never change during an episode
+            self.job_static[j] = (
+                math.log10(1.0 + p.single_gpu_exec / SECONDS_PER_HOUR) / lh,
+                math.log10(1.0 + p.min_bandwidth_kstar * GBPS_PER_BYTE_PER_S) / lg,
+                p.k_star / sc.gpus,
+            )
+            self.k_star[j] = p.k_star
+
+    def encode(self, d: Decision) -> dict[str, np.ndarray]:
+        """The float arrays of :data:`FEATURES` at decision ``d``."""
+        return {name: encode(self, d) for name, encode in _ENCODERS}
+
+
+# ------------------------------------------------------------------------ the four arrays
+def _regions(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    regions: np.ndarray = enc.regions_static.copy()
+    regions[: enc.k, 1] = np.asarray(d.sim.free_gpus, dtype=np.float64) / enc.capacity
+    return regions
+
+
+def _bandwidth(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    rows = d.sim.residual_rows  # the same object until a reservation changes
+    if rows is not enc.bandwidth_rows:
+        k = enc.k
+        bw: np.ndarray = enc.bandwidth_static.copy()
+        residual = np.asarray(rows, dtype=np.float64)  # a fresh (k, k) array
+        np.maximum(residual, 0.0, out=residual)
+        residual.reshape(-1)[:: k + 1] = 0.0  # the diagonal
+        residual *= GBPS_PER_BYTE_PER_S  # log10(1 + Gbps) / log_gbps, in place
+        residual += 1.0
+        np.log10(residual, out=residual)
+        residual /= enc.scales.log_gbps
+        bw[0, :k, :k] = residual
+        enc.bandwidth_rows, enc.bandwidth_obs = rows, bw
+    out: np.ndarray = enc.bandwidth_obs.copy()
+    return out
+
+
+def _queue(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    q, sc, log10, h = d.queue, enc.scales, math.log10, SECONDS_PER_HOUR
+    out = np.zeros((enc.max_queue, len(QUEUE_COLUMNS)), dtype=np.float32)
+    e_max, b_max = q.pending_e1_max, q.pending_bkstar_max
+    now, lh, static, k_star = q.time, sc.log_hours, enc.job_static, enc.k_star
+    kk, price = enc.max_regions, sc.price
+    e1, bk, submit = q.single_gpu_exec, q.min_bandwidth_kstar, q.submit_time
+    rows = []
+    for i, (job, pv) in enumerate(zip(q.job_ids, d.previews)):
+        wait = log10(1.0 + (now - submit[i]) / h) / lh
+        if pv is None:
+            preview: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+        else:
+            pl = pv.placement
+            preview = (
+                pl.n_gpus / k_star[job],
+                len(pl.path) / kk,
+                log10(1.0 + pv.execution / h) / lh,
+                pv.avg_price / price,
+            )
+        rows.append(
+            (
+                1.0,
+                e1[i] / e_max if e_max > 0 else 0.0,  # Eq. (9)
+                bk[i] / b_max if b_max > 0 else 0.0,  # Eq. (10)
+                *static[job],
+                wait,
+                *preview,
+            )
+        )
+    if rows:
+        out[: len(rows)] = rows
+    return out
+
+
+def _summary(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    sim, q, n = d.sim, d.queue, enc.max_queue
+    n_pending = len(sim.pending)
+    return np.array(
+        [
+            q.alpha,  # Eq. (11)
+            math.log10(1.0 + q.time / SECONDS_PER_HOUR) / enc.scales.log_hours,
+            n_pending / n,
+            max(0, n_pending - len(q.job_ids)) / n,
+            (sim.n_in_system - n_pending) / n,  # running
+            sum(sim.free_gpus) / enc.total_gpus,
+        ],
+        dtype=np.float32,
+    )
+
+
+# ------------------------------------------------------------------------------ the table
+REGION_COLUMNS = (
+    Column("present", "1 for a region of the scenario, 0 for padding"),
+    Column("free_frac", "free GPUs / capacity"),
+    Column("capacity", "GPUs / `scales.gpus` (128)"),
+    Column("price", "$/kWh / `scales.price` (0.35)"),
+    Column("log_intra_gbps", "intra-region bandwidth, `log10(1 + Gbps) / 2`"),
+)
+BANDWIDTH_COLUMNS = (
+    Column("residual", "residual bandwidth (capacity minus reservations), `log10(1 + Gbps) / 2`"),
+    Column("capacity", "link capacity, `log10(1 + Gbps) / 2`"),
+)
+QUEUE_COLUMNS = (
+    Column("present", "1 for a job, 0 for an empty slot"),
+    Column("intensity", "`I_j` (Eq. 9): `E(1)` / its maximum over the pending queue"),
+    Column("sensitivity", "`D_j` (Eq. 10): `b(K*)` / its maximum over the pending queue"),
+    Column("log_e1_hours", "`E(1)`, `log10(1 + hours) / 4`"),
+    Column("log_bkstar_gbps", "`b(K*)`, `log10(1 + Gbps) / 2`"),
+    Column("k_star", "K* / 128"),
+    Column("log_wait_hours", "wait so far, `log10(1 + hours) / 4`"),
+    Column("preview_gpu_frac", "preview: GPUs the placement policy gives the job now / K*"),
+    Column("preview_regions", "preview: regions on its path / max_regions"),
+    Column("preview_log_exec_hours", "preview: its execution time, `log10(1 + hours) / 4`"),
+    Column("preview_price", "preview: its GPU-weighted average $/kWh / 0.35"),
+)
+SUMMARY_COLUMNS = (
+    Column("alpha", "network utilisation alpha (Eq. 11)"),
+    Column("log_time_hours", "time, `log10(1 + hours) / 4`"),
+    Column("pending", "pending jobs / max_queue"),
+    Column("hidden", "pending jobs beyond the window / max_queue"),
+    Column("running", "running jobs / max_queue"),
+    Column("free_gpu_frac", "free GPUs / total GPUs"),
+)
+
+#: The observation's float arrays, in the order the docs list them. ``obs["action_mask"]``
+#: (int8, ``(n_actions,)``) comes with them.
+FEATURES: tuple[Feature, ...] = (
+    Feature(
+        "regions",
+        ("max_regions", len(REGION_COLUMNS)),
+        "per region (zero rows pad the scenario's regions up to max_regions)",
+        REGION_COLUMNS,
+        _regions,
+    ),
+    Feature(
+        "bandwidth",
+        (len(BANDWIDTH_COLUMNS), "max_regions", "max_regions"),
+        "per directed link u -> v (zero diagonal)",
+        BANDWIDTH_COLUMNS,
+        _bandwidth,
+    ),
+    Feature(
+        "queue",
+        ("max_queue", len(QUEUE_COLUMNS)),
+        "per slot of the visible window (zero rows for empty slots)",
+        QUEUE_COLUMNS,
+        _queue,
+    ),
+    Feature(
+        "summary",
+        (len(SUMMARY_COLUMNS),),
+        "the whole system",
+        SUMMARY_COLUMNS,
+        _summary,
+    ),
+)
+
+_ENCODERS = tuple((f.name, f.encode) for f in FEATURES)
+REGION_FEATURES = tuple(c.name for c in REGION_COLUMNS)
+BANDWIDTH_LAYERS = tuple(c.name for c in BANDWIDTH_COLUMNS)
+QUEUE_FEATURES = tuple(c.name for c in QUEUE_COLUMNS)
+SUMMARY_FEATURES = tuple(c.name for c in SUMMARY_COLUMNS)
+
+
+def feature(name: str) -> Feature:
+    """The entry of :data:`FEATURES` called ``name``."""
+    for f in FEATURES:
+        if f.name == name:
+            return f
+    raise KeyError(name)
+
+
+def observation_space(max_queue: int, max_regions: int, n_actions: int) -> spaces.Dict:
+    """The Dict space of :data:`FEATURES` plus the action mask."""
+    arrays: dict[str, spaces.Space[Any]] = {
+        f.name: spaces.Box(0.0, np.inf, shape=f.resolve(max_queue, max_regions), dtype=np.float32)
+        for f in FEATURES
+    }
+    arrays["action_mask"] = spaces.MultiBinary(n_actions)
+    return spaces.Dict(arrays)
+
+
+def flat_space(space: spaces.Dict) -> spaces.Box:
+    """One Box holding every array of ``space`` (for ``MlpPolicy``)."""
+    size = int(sum(np.prod(s.shape or ()) for s in space.spaces.values()))
+    return spaces.Box(0.0, np.inf, shape=(size,), dtype=np.float32)
+
+
+def flatten(obs: dict[str, np.ndarray], space: spaces.Dict) -> np.ndarray:
+    """The arrays of ``obs`` raveled and concatenated in ``space``'s key order (alphabetical,
+    as :func:`gymnasium.spaces.flatten` does), as float32."""
+    return np.concatenate([np.ravel(obs[key]).astype(np.float32) for key in space])
+
+
+def markdown_table() -> str:
+    """The Observation tables of ``docs/environment.md``: the arrays, then their columns."""
+    lines = ["| key | shape | content |", "|---|---|---|"]
+    for f in FEATURES:
+        shape = "(" + ", ".join(str(d) for d in f.shape) + (",)" if len(f.shape) == 1 else ")")
+        lines.append(f"| `{f.name}` | {shape} | {f.description} |")
+    lines += ["| `action_mask` | (n_actions,) | the legal actions (int8) |", ""]
+    lines += ["| key | index | column | content |", "|---|---|---|---|"]
+    for f in FEATURES:
+        for i, c in enumerate(f.columns):
+            lines.append(f"| `{f.name}` | {i} | `{c.name}` | {c.description} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,100 @@
+"""Hypothesis strategies shared by the test suites, as session-scoped fixtures.
+
+A test module never imports another test module (nor this file): it asks for the strategy as a
+fixture and draws from it with ``st.data()``::
+
+    @given(data=st.data())
+    def test_something(data, placement_cases):
+        profile, cluster, path, gpus = data.draw(placement_cases)
+
+Session scope keeps Hypothesis' function-scoped-fixture health check quiet: a strategy is a
+value, not per-example state.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from bacepipe_env.core import Cluster, Region
+from bacepipe_env.core.job import Job, ModelSpec
+from bacepipe_env.core.perf import JobProfile
+
+_POSITIVE = {"allow_nan": False, "allow_infinity": False}
+
+
+@st.composite
+def _synthetic_args(draw: st.DrawFn, max_regions: int = 6, max_jobs: int = 12) -> dict[str, object]:
+    """Keyword arguments of :func:`bacepipe_env.scenarios.synthetic_scenario`."""
+    return {
+        "n_regions": draw(st.integers(1, max_regions)),
+        "n_jobs": draw(st.integers(1, max_jobs)),
+        "seed": draw(st.integers(0, 2**16)),
+        "arrival_rate_per_h": draw(st.one_of(st.none(), st.floats(0.5, 5.0, **_POSITIVE))),
+    }
+
+
+@st.composite
+def _clusters(draw: st.DrawFn, max_regions: int = 5) -> Cluster:
+    """A cluster of 1..max_regions regions with random capacities, prices, intra-region and
+    (asymmetric) inter-region bandwidths and latencies."""
+    k = draw(st.integers(1, max_regions))
+    bw = st.floats(1e6, 1e11, **_POSITIVE)  # bytes/s
+    regions = [
+        Region(f"R{i}", draw(st.integers(1, 64)), draw(st.floats(0.0, 0.5, **_POSITIVE)), draw(bw))
+        for i in range(k)
+    ]
+    links = np.array([[0.0 if u == v else draw(bw) for v in range(k)] for u in range(k)])
+    latency = np.array(
+        [
+            [0.0 if u == v else draw(st.floats(0.0, 0.1, **_POSITIVE)) for v in range(k)]
+            for u in range(k)
+        ]
+    )
+    return Cluster.from_regions(regions, links, latency)
+
+
+@st.composite
+def _profiles(draw: st.DrawFn) -> JobProfile:
+    """A job profile with random pipeline constants (A, the t_comp coefficients, M, I)."""
+    job = Job(0, ModelSpec("random", 1e9, 8, 1024), "random", 1, 1)
+    return JobProfile(
+        job=job,
+        n_micro=draw(st.integers(1, 64)),
+        iterations=draw(st.integers(1, 10_000)),
+        activation_bytes=draw(st.floats(1.0, 1e9, **_POSITIVE)),
+        compute_coeff=draw(st.floats(1e-4, 100.0, **_POSITIVE)),
+        stage_overhead=draw(st.floats(0.0, 1.0, **_POSITIVE)),
+        k_star=1,
+        min_bandwidth_kstar=1.0,
+        single_gpu_exec=1.0,
+        ideal_execution=1.0,
+    )
+
+
+@st.composite
+def _placement_cases(
+    draw: st.DrawFn,
+) -> tuple[JobProfile, Cluster, tuple[int, ...], tuple[int, ...]]:
+    """``(profile, cluster, path, gpus)``: a random placement (distinct regions in pipeline order,
+    at least one GPU each, up to the region's capacity) of a random job on a random cluster."""
+    cluster = draw(_clusters())
+    k = cluster.n_regions
+    path = tuple(draw(st.permutations(range(k)))[: draw(st.integers(1, k))])
+    gpus = tuple(draw(st.integers(1, cluster.capacity[r])) for r in path)
+    return draw(_profiles()), cluster, path, gpus
+
+
+@pytest.fixture(scope="session")
+def synthetic_args() -> st.SearchStrategy[dict[str, object]]:
+    """Arguments of ``synthetic_scenario``: 1-6 regions, 1-12 jobs, arrivals at once or Poisson."""
+    return _synthetic_args()
+
+
+@pytest.fixture(scope="session")
+def placement_cases() -> st.SearchStrategy[
+    tuple[JobProfile, Cluster, tuple[int, ...], tuple[int, ...]]
+]:
+    """Random ``(profile, cluster, path, gpus)`` placements."""
+    return _placement_cases()

@@ -11,7 +11,7 @@ EXTRAS ?= dev,viz,train
 
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: demo test bench lint typecheck clean venv
+.PHONY: demo test bench lint typecheck installcheck clean venv
 
 venv: $(STAMP)
 
@@ -26,9 +26,9 @@ demo: $(STAMP)
 	$(VENV)/bin/bacepipe compare --scenario paper --seeds 10 --out out/compare
 	$(VENV)/bin/bacepipe reproduce --out out/reproduce
 	rm -rf out/runs/demo__maskable_ppo__0
-	$(PY) -m train.learn --total-timesteps 20000 --eval-freq 4000 --n-eval 20 \
+	$(VENV)/bin/bacepipe train learn --total-timesteps 20000 --eval-freq 4000 --n-eval 20 \
 		--logdir out/runs --run-name demo__maskable_ppo__0
-	$(PY) -m train.compare --logdir out/runs
+	$(VENV)/bin/bacepipe train compare --logdir out/runs
 	@echo
 	@echo "TensorBoard (learning curve with the heuristics overlaid):"
 	@echo "  $(VENV)/bin/tensorboard --logdir out/runs"
@@ -50,5 +50,26 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(PY) -m mypy
 
+# The package as a user gets it: a plain new venv, `pip install '.[train]'` (not editable, from a
+# copy of the sources), and the documented commands run from an empty folder.
+CHECK := $(abspath build/installcheck)
+TINY  := --total-timesteps 256 --n-steps 64 --batch-size 32 --n-epochs 1 --eval-freq 128 \
+	--n-eval 2 --checkpoint-freq 256 --no-progress
+
+installcheck:
+	rm -rf $(CHECK) && mkdir -p $(CHECK)/src $(CHECK)/run
+	cp -r pyproject.toml README.md LICENSE bacepipe_env $(CHECK)/src/
+	find $(CHECK)/src -name __pycache__ -prune -exec rm -rf {} +
+	$(PYTHON) -m venv $(CHECK)/venv
+	$(CHECK)/venv/bin/python -m pip install --quiet -c constraints.txt '$(CHECK)/src[train]'
+	cd $(CHECK)/run && ../venv/bin/bacepipe --version && ../venv/bin/python -m bacepipe_env --version
+	cd $(CHECK)/run && ! ../venv/bin/python -c 'import agents' 2>/dev/null
+	cd $(CHECK)/run && ! ../venv/bin/python -c 'import train' 2>/dev/null
+	cd $(CHECK)/run && ../venv/bin/bacepipe train learn $(TINY) --logdir runs --run-name tiny
+	cd $(CHECK)/run && ../venv/bin/bacepipe train compare --logdir runs --policies bace-pipe,fcfs
+	cd $(CHECK)/run && ../venv/bin/bacepipe compare --seeds 2 \
+		--policies bace-pipe,maskable_ppo:runs/tiny/model.zip --out out
+	rm -rf $(CHECK)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info build dist

@@ -1,18 +1,22 @@
 """Learned orderers: Stable-Baselines3 models behind the same ``predict`` protocol as the
 heuristic agents of :mod:`bacepipe_env.envs.agents`.
 
-Needs the ``train`` extra (stable-baselines3, sb3-contrib, torch); ``bacepipe_env`` itself
-never imports this package unless a learned policy is asked for.
+The code lives in :mod:`bacepipe_env.train.sb3`, which the wheel installs; this folder keeps
+the checkout's ``from agents import load_agent`` working with the very same objects. Needs the
+``train`` extra (stable-baselines3, sb3-contrib, torch) to load a model; ``bacepipe_env``
+itself reaches it only through the ``bacepipe_env.agents`` entry point.
 """
 
-from .sb3 import (
+from bacepipe_env.train.sb3 import (
     ALGOS,
     LAYOUT_KEYS,
     AgentLoadError,
     SB3Agent,
+    algo_class,
     is_learned_spec,
     layout_kwargs,
     load_agent,
+    register,
 )
 
 __all__ = [
@@ -20,7 +24,9 @@ __all__ = [
     "LAYOUT_KEYS",
     "AgentLoadError",
     "SB3Agent",
+    "algo_class",
     "is_learned_spec",
     "layout_kwargs",
     "load_agent",
+    "register",
 ]

@@ -1,168 +1,25 @@
-"""Load a saved SB3 model as an ordering agent for :class:`GeoPipeEnv`."""
+"""``agents.sb3`` from a checkout: the same module objects as :mod:`bacepipe_env.train.sb3`."""
 
-from __future__ import annotations
-
-import json
-import zipfile
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
-
-import numpy as np
-
-from bacepipe_env.errors import BacepipeError
+from bacepipe_env.train.sb3 import (
+    ALGOS,
+    LAYOUT_KEYS,
+    AgentLoadError,
+    SB3Agent,
+    algo_class,
+    is_learned_spec,
+    layout_kwargs,
+    load_agent,
+    register,
+)
 
 __all__ = [
     "ALGOS",
     "LAYOUT_KEYS",
     "AgentLoadError",
     "SB3Agent",
+    "algo_class",
     "is_learned_spec",
     "layout_kwargs",
     "load_agent",
+    "register",
 ]
-
-#: Spec prefix -> (module, class). ``maskable_ppo`` reads the action mask; the others rely on
-#: the environment's illegal-action fallback (see docs/training.md).
-ALGOS: dict[str, tuple[str, str]] = {
-    "maskable_ppo": ("sb3_contrib", "MaskablePPO"),
-    "ppo": ("stable_baselines3", "PPO"),
-    "dqn": ("stable_baselines3", "DQN"),
-}
-
-
-class AgentLoadError(BacepipeError):
-    """A model file is missing, corrupt or does not fit the environment."""
-
-
-def is_learned_spec(name: str) -> bool:
-    """True for ``algo:path`` policy names such as ``ppo:runs/x/model.zip``."""
-    return ":" in name and name.split(":", 1)[0] in ALGOS
-
-
-def _algo_class(algo: str) -> Any:
-    if algo not in ALGOS:
-        raise AgentLoadError(f"unknown algorithm {algo!r}; choose from: {', '.join(ALGOS)}")
-    module, cls = ALGOS[algo]
-    try:
-        mod = __import__(module, fromlist=[cls])
-    except ImportError:
-        raise AgentLoadError(
-            f"learned agents need the train extra: pip install 'bacepipe-env[train]' ({module})"
-        ) from None
-    return getattr(mod, cls)
-
-
-class SB3Agent:
-    """A trained model as an orderer. ``env_kwargs`` are the environment's constructor
-    arguments the model was trained with (read from the run's ``config.json``); the
-    evaluation environment must use the same observation layout and placement."""
-
-    def __init__(self, model: Any, algo: str, name: str, env_kwargs: Mapping[str, Any]) -> None:
-        self.model = model
-        self.algo = algo
-        self.name = name
-        self.env_kwargs = dict(env_kwargs)
-        self.placement = str(self.env_kwargs.get("placement", "pathfinder"))
-        self.maskable = algo == "maskable_ppo"
-
-    def reset(self, seed: int | None = None) -> None:
-        """Learned policies keep no per-episode state."""
-
-    def predict(
-        self, observation: Any, info: Mapping[str, Any] | None = None, *, deterministic: bool = True
-    ) -> int:
-        """The model's action; MaskablePPO gets the action mask from ``info``."""
-        if self.maskable:
-            if info is None:
-                raise BacepipeError(f"{self.name}: MaskablePPO needs info['action_mask']")
-            mask = np.asarray(info["action_mask"], dtype=bool)
-            action, _ = self.model.predict(
-                observation, action_masks=mask, deterministic=deterministic
-            )
-        else:
-            action, _ = self.model.predict(observation, deterministic=deterministic)
-        return int(np.asarray(action).reshape(-1)[0])
-
-    def check_env(self, env: Any) -> None:
-        """Raise AgentLoadError unless the model's spaces match ``env``'s."""
-        for what in ("observation_space", "action_space"):
-            mine, theirs = getattr(self.model, what), getattr(env, what)
-            if mine != theirs:
-                raise AgentLoadError(
-                    f"{self.name}: the model's {what} does not match the environment's "
-                    f"(trained with {self.env_kwargs or 'unknown settings'})"
-                )
-
-
-def load_agent(spec: str, env_kwargs: Mapping[str, Any] | None = None) -> SB3Agent:
-    """``algo:path`` -> SB3Agent. ``env_kwargs`` default to the ``config.json`` saved next to
-    the model by ``python -m train.learn``. Every failure is one AgentLoadError line."""
-    if ":" not in spec:
-        raise AgentLoadError(f"a learned policy is written algo:path, got {spec!r}")
-    algo, raw_path = spec.split(":", 1)
-    cls = _algo_class(algo)
-    path = Path(raw_path)
-    if not path.is_file():
-        raise AgentLoadError(f"no model file at {path}")
-    if env_kwargs is None:
-        trained_with, env_kwargs = _run_settings_near(path)
-        if trained_with and trained_with != algo:
-            raise AgentLoadError(
-                f"{path} was trained with {trained_with}; load it as {trained_with}:{path}"
-            )
-    import torch
-
-    torch.set_num_threads(1)  # inference on one small MLP: threads only add overhead
-    try:
-        model = cls.load(str(path), device="cpu")
-    except Exception as err:
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        if isinstance(err, zipfile.BadZipFile):
-            reason = "not a zip file"
-        raise AgentLoadError(f"cannot load {path} as {algo}: {reason}") from None
-    return SB3Agent(model, algo, spec, env_kwargs)
-
-
-def _run_settings_near(path: Path) -> tuple[str, dict[str, Any]]:
-    """(algorithm, environment settings) from the train.learn ``config.json`` next to a model
-    (or one folder up, for checkpoints); ('', {}) when there is none."""
-    for folder in (path.parent, path.parent.parent):
-        cfg = folder / "config.json"
-        if cfg.is_file():
-            try:
-                data = json.loads(cfg.read_text())
-            except (OSError, json.JSONDecodeError) as err:
-                raise AgentLoadError(f"cannot read {cfg}: {err}") from None
-            kwargs = dict(data.get("env_kwargs", {}))
-            if data.get("env_id"):
-                kwargs = {"env_id": data["env_id"], **kwargs}
-            return str(data.get("algo", "")), kwargs
-    return "", {}
-
-
-#: GeoPipeEnv arguments that fix the observation/action layout and the placement; a learned
-#: agent must be evaluated with the same ones. Scenario arguments are not among them.
-LAYOUT_KEYS = (
-    "placement",
-    "max_queue",
-    "max_regions",
-    "allow_wait",
-    "observation",
-    "illegal_action",
-    "reward",
-    "scales",
-    "preview",
-)
-
-
-def layout_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The layout part of a run's environment settings, registry defaults included."""
-    from bacepipe_env.envs.registration import ENV_IDS
-
-    merged: dict[str, Any] = {}
-    env_id = env_kwargs.get("env_id")
-    if env_id in ENV_IDS:
-        merged.update(ENV_IDS[env_id])
-    merged.update({k: v for k, v in env_kwargs.items() if k != "env_id"})
-    return {k: v for k, v in merged.items() if k in LAYOUT_KEYS}

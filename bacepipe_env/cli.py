@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from . import __version__
 from .core.admission import ADMISSION_RULES
 from .core.simulator import RunResult
 from .core.units import hours
@@ -21,6 +22,7 @@ from .errors import BacepipeError, ValidationError
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
 from .experiments.reproduce import CLAIMS, run_reproduce, verdict
 from .experiments.runner import default_workers
+from .learned import INSTALL_HINT, train_command, train_commands
 from .policies import bace_pipe
 from .policies.registry import (
     ablation_names,
@@ -70,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Simulate geo-distributed pipeline-parallel LLM training schedulers "
         "(BACE-Pipe, arXiv 2605.25375).",
     )
+    parser.add_argument("--version", action="version", version=f"bacepipe {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def world(p: argparse.ArgumentParser) -> None:
@@ -214,7 +217,44 @@ def _parser() -> argparse.ArgumentParser:
         help="output directory (default out/reproduce; `--out docs` regenerates the docs)",
     )
     seeds_and_workers(rep)
+    # Listed for --help only: main() hands `bacepipe train ...` to the training command as is.
+    sub.add_parser(
+        "train",
+        help="train a learned orderer and overlay it with the heuristics (the train extra): "
+        "bacepipe train learn|compare ... (bacepipe train --help)",
+    )
     return parser
+
+
+_TRAIN_USAGE = """usage: bacepipe train COMMAND [ARGS ...]
+
+Train a learned job orderer with Stable-Baselines3 and compare it with the heuristics
+(the same commands as python -m train.<COMMAND> from a checkout).
+
+commands: {commands}
+
+`bacepipe train COMMAND --help` lists a command's flags.
+"""
+
+
+def _train(argv: Sequence[str]) -> int:
+    """``bacepipe train COMMAND ARGS``: the ``bacepipe_env.train`` entry point's ``main``."""
+    commands = train_commands()
+    if not commands:
+        raise BacepipeError(f"bacepipe train needs the train extra: {INSTALL_HINT}")
+    if not argv:
+        print(
+            f"bacepipe train: error: give a command: {', '.join(commands)} "
+            "(see bacepipe train --help)",
+            file=sys.stderr,
+        )
+        return 2
+    if argv[0] in ("-h", "--help"):
+        print(_TRAIN_USAGE.format(commands=", ".join(commands)), end="")
+        return 0
+    name, *rest = argv
+    command = train_command(name)
+    return int(command(rest, prog=f"bacepipe train {name}"))
 
 
 def format_run(result: RunResult, names: Sequence[str]) -> str:
@@ -443,6 +483,13 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bacepipe`` console script; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"]:
+        try:
+            return _train(argv[1:])
+        except BacepipeError as err:
+            print(f"bacepipe: error: {err}", file=sys.stderr)
+            return 2
     args = _parser().parse_args(argv)
     try:
         if args.command == "scenarios":

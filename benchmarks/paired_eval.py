@@ -5,7 +5,8 @@ held-out seeds and prints, per heuristic, the per-episode ratio learned / heuris
 average JCT (mean and 95% t-interval over episodes) with the wins, ties and losses, and the
 same ratio for cost. Writes the rows to ``--csv``.
 
-Run from a checkout: ``python -m benchmarks.paired_eval --logdir runs --csv paired.csv``.
+Run from a checkout: ``python -m benchmarks.paired_eval --logdir runs --csv paired.csv``
+(needs the ``train`` extra).
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from pathlib import Path
 import gymnasium as gym
 
 import bacepipe_env  # noqa: F401  (registers the ids)
-from agents import load_agent
 from bacepipe_env.envs.agents import evaluate, make_agent
 from bacepipe_env.experiments.stats import estimate
-from train.compare import learned_runs
+from bacepipe_env.train.compare import learned_runs
+from bacepipe_env.train.sb3 import load_agent
 
 HEURISTICS = ("bace-pipe", "fcfs", "sjf", "lcf", "ldf", "cr-lcf", "cr-ldf")
 

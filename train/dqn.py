@@ -1,8 +1,12 @@
-"""`python -m train.dqn`: `train.learn` with `--algo dqn` as the default."""
+"""``python -m train.dqn`` from a checkout: :mod:`bacepipe_env.train.dqn`,
+installed as ``bacepipe train dqn`` (``train.learn`` with ``--algo dqn`` as the
+default)."""
 
 import sys
 
-from train.learn import main
+from bacepipe_env.train.dqn import main
+
+__all__ = ["main"]
 
 if __name__ == "__main__":
-    sys.exit(main(defaults={"algo": "dqn"}, prog="train.dqn"))
+    sys.exit(main())

@@ -1,8 +1,12 @@
-"""`python -m train.maskable_ppo`: `train.learn` with `--algo maskable_ppo` as the default."""
+"""``python -m train.maskable_ppo`` from a checkout: :mod:`bacepipe_env.train.maskable_ppo`,
+installed as ``bacepipe train maskable_ppo`` (``train.learn`` with ``--algo maskable_ppo`` as the
+default)."""
 
 import sys
 
-from train.learn import main
+from bacepipe_env.train.maskable_ppo import main
+
+__all__ = ["main"]
 
 if __name__ == "__main__":
-    sys.exit(main(defaults={"algo": "maskable_ppo"}, prog="train.maskable_ppo"))
+    sys.exit(main())

@@ -1,8 +1,12 @@
-"""`python -m train.ppo`: `train.learn` with `--algo ppo` as the default."""
+"""``python -m train.ppo`` from a checkout: :mod:`bacepipe_env.train.ppo`,
+installed as ``bacepipe train ppo`` (``train.learn`` with ``--algo ppo`` as the
+default)."""
 
 import sys
 
-from train.learn import main
+from bacepipe_env.train.ppo import main
+
+__all__ = ["main"]
 
 if __name__ == "__main__":
-    sys.exit(main(defaults={"algo": "ppo"}, prog="train.ppo"))
+    sys.exit(main())

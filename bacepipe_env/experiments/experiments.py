@@ -14,10 +14,11 @@ from typing import Any
 
 from ..core.validate import require_float, require_int
 from ..errors import BacepipeError, ValidationError
+from ..learned import is_learned, load_learned
 from ..policies.registry import policy_info
 from ..scenarios.loader import load_scenario
 from .plots import bar_chart, sweep_chart
-from .runner import RunSummary, expand, is_learned, load_learned, run_all
+from .runner import RunSummary, expand, run_all
 from .summary import PolicyStats, summarise, write_csv, write_json
 from .tensorboard import ScalarWriter
 

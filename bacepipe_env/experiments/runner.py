@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.units import hours
-from ..errors import BacepipeError
+from ..learned import is_learned, layout_kwargs, load_learned
 from ..policies.registry import make_policy
 from ..scenarios.loader import load_scenario
 from .progress import Progress
@@ -19,8 +19,8 @@ __all__ = [
     "RunSummary",
     "default_workers",
     "expand",
-    "is_learned",
-    "load_learned",
+    "is_learned",  # re-exported from bacepipe_env.learned
+    "load_learned",  # re-exported from bacepipe_env.learned
     "run_all",
     "run_one",
 ]
@@ -62,26 +62,7 @@ class RunSummary:
         }
 
 
-def is_learned(policy: str) -> bool:
-    """``algo:path`` names a saved model (``ppo:runs/x/model.zip``), not a registered policy."""
-    return ":" in policy
-
-
-def load_learned(policy: str) -> Any:
-    """Load a saved model as an agent through the ``agents`` package (the ``train`` extra)."""
-    try:
-        from agents import load_agent
-    except ImportError:
-        raise BacepipeError(
-            f"{policy}: learned policies need the agents package and the train extra "
-            "(pip install -e '.[train]' from a checkout)"
-        ) from None
-    return load_agent(policy)
-
-
 def _run_learned(spec: RunSpec, scenario: Any) -> Any:
-    from agents import layout_kwargs
-
     from ..envs.agents import run_episode
     from ..envs.geopipe import GeoPipeEnv
 

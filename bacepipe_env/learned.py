@@ -1,0 +1,201 @@
+"""Learned policies as injected plug-ins: the library names them, the ``train`` extra loads them.
+
+A learned policy is written ``algo:path`` (``maskable_ppo:runs/x/model.zip``). The library
+never imports the packages that load such models (they sit above it and need torch); instead
+they register a loader per ``algo`` prefix, either by calling :func:`register_learned_loader`
+or, for installed packages, through an entry point in the group ``bacepipe_env.agents`` whose
+object is a function of no arguments that registers its loaders. Entry points are read the
+first time an unknown prefix is asked for, so a worker process finds the loaders on its own.
+
+The ``bacepipe train ...`` commands come the same way, from the group ``bacepipe_env.train``:
+each entry point's name is the command and its object a ``main(argv, prog=...) -> int``.
+
+With nothing registered, a learned policy name is one :class:`~bacepipe_env.errors.BacepipeError`
+line that says which extra to install.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from importlib.metadata import EntryPoint, distributions
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import BacepipeError
+
+__all__ = [
+    "AGENT_ENTRY_POINTS",
+    "INSTALL_HINT",
+    "LAYOUT_KEYS",
+    "TRAIN_ENTRY_POINTS",
+    "LearnedAgent",
+    "LearnedLoader",
+    "TrainCommand",
+    "is_learned",
+    "layout_kwargs",
+    "learned_prefixes",
+    "load_learned",
+    "register_learned_loader",
+    "train_command",
+    "train_commands",
+]
+
+#: Entry-point group of the packages that register learned-policy loaders.
+AGENT_ENTRY_POINTS = "bacepipe_env.agents"
+#: Entry-point group of the ``bacepipe train <name>`` commands.
+TRAIN_ENTRY_POINTS = "bacepipe_env.train"
+#: What to do when no loader (or no training command) is installed.
+INSTALL_HINT = "pip install 'bacepipe-env[train]'"
+
+
+@runtime_checkable
+class LearnedAgent(Protocol):
+    """A loaded model as an orderer: the heuristic agents' ``predict``/``reset`` protocol plus
+    the environment settings it was trained with."""
+
+    name: str
+    placement: str  # the placement policy the env must use for this agent
+    env_kwargs: dict[str, Any]  # the GeoPipeEnv arguments it was trained with
+
+    def predict(
+        self, observation: Any, info: Mapping[str, Any] | None = None, *, deterministic: bool = True
+    ) -> int:
+        """The action (window slot) to play; ``info`` is the env's last info dict."""
+        ...
+
+    def reset(self, seed: int | None = None) -> None:
+        """Called at the start of every episode."""
+        ...
+
+    def check_env(self, env: Any) -> None:
+        """Raise a BacepipeError unless the model's spaces match ``env``'s."""
+        ...
+
+
+#: ``algo:path`` -> agent; raises a one-line BacepipeError for a bad file.
+LearnedLoader = Callable[[str], LearnedAgent]
+#: ``main(argv, prog=...)`` of a ``bacepipe train`` command; returns the exit status.
+TrainCommand = Callable[..., int]
+
+_loaders: dict[str, LearnedLoader] = {}
+_discovered = False
+
+
+def register_learned_loader(prefix: str, loader: LearnedLoader) -> None:
+    """Load ``{prefix}:path`` policy names with ``loader`` (registering again replaces it; an
+    installed entry point does not replace a loader registered here)."""
+    if not prefix or ":" in prefix:
+        raise ValueError(f"a learned-policy prefix is a non-empty name without ':', got {prefix!r}")
+    _loaders[prefix] = loader
+
+
+def _discover() -> None:
+    """Let every installed ``bacepipe_env.agents`` entry point register its loaders (once);
+    loaders registered in-process before keep their prefixes."""
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    explicit = dict(_loaders)
+    for ep in _entry_points(AGENT_ENTRY_POINTS):
+        try:
+            register = ep.load()
+        except ImportError:
+            continue  # its package is broken or half-installed: as if it were not there
+        register()
+    _loaders.update(explicit)
+
+
+def _entry_points(group: str) -> list[EntryPoint]:
+    """The group's entry points of every distribution on sys.path, by name.
+
+    Unlike ``importlib.metadata.entry_points``, this does not keep only the first
+    distribution of a name: a stale ``bacepipe_env.egg-info`` left in a checkout (which
+    ``python -m`` from there finds first) must not hide the installed package's entries."""
+    found: dict[tuple[str, str], EntryPoint] = {}
+    for dist in distributions():
+        for ep in dist.entry_points:
+            if ep.group == group:
+                found.setdefault((ep.name, ep.value), ep)
+    return sorted(found.values(), key=lambda ep: ep.name)
+
+
+def is_learned(policy: str) -> bool:
+    """``algo:path`` names a saved model (``ppo:runs/x/model.zip``), not a registered policy."""
+    return ":" in policy
+
+
+def learned_prefixes() -> list[str]:
+    """The ``algo`` prefixes a loader is registered for (installed entry points included)."""
+    _discover()
+    return sorted(_loaders)
+
+
+def load_learned(policy: str) -> LearnedAgent:
+    """``algo:path`` -> the agent its registered loader makes. Every failure is one
+    BacepipeError line: no loader at all names the ``train`` extra."""
+    prefix = policy.split(":", 1)[0]
+    if prefix not in _loaders:
+        _discover()
+    if not _loaders:
+        raise BacepipeError(f"{policy}: learned policies need the train extra: {INSTALL_HINT}")
+    if prefix not in _loaders:
+        raise BacepipeError(
+            f"{policy}: unknown algorithm {prefix!r}; a learned policy is written algo:path "
+            f"with algo one of: {', '.join(sorted(_loaders))}"
+        )
+    return _loaders[prefix](policy)
+
+
+def train_commands() -> list[str]:
+    """The installed ``bacepipe train`` command names."""
+    return sorted({ep.name for ep in _entry_points(TRAIN_ENTRY_POINTS)})
+
+
+def train_command(name: str) -> TrainCommand:
+    """The ``main`` of ``bacepipe train <name>``; a one-line BacepipeError when the command (or
+    what it needs, torch and Stable-Baselines3) is not installed."""
+    names = train_commands()
+    if not names:
+        raise BacepipeError(f"bacepipe train needs the train extra: {INSTALL_HINT}")
+    if name not in names:
+        raise BacepipeError(
+            f"bacepipe train: unknown command {name!r}; choose from: {', '.join(names)}"
+        )
+    missing = ""
+    for ep in _entry_points(TRAIN_ENTRY_POINTS):
+        if ep.name != name:
+            continue
+        try:
+            command: TrainCommand = ep.load()
+        except ImportError as err:
+            missing = missing or (f" ({err.name})" if err.name else "")
+            continue
+        return command
+    raise BacepipeError(f"bacepipe train {name} needs the train extra: {INSTALL_HINT}{missing}")
+
+
+#: GeoPipeEnv arguments that fix the observation/action layout and the placement; a learned
+#: agent must be evaluated with the same ones. Scenario arguments are not among them.
+LAYOUT_KEYS = (
+    "placement",
+    "max_queue",
+    "max_regions",
+    "allow_wait",
+    "observation",
+    "illegal_action",
+    "reward",
+    "scales",
+    "preview",
+)
+
+
+def layout_kwargs(env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The layout part of a run's environment settings, registry defaults included."""
+    from .envs.registration import ENV_IDS
+
+    merged: dict[str, Any] = {}
+    env_id = env_kwargs.get("env_id")
+    if env_id in ENV_IDS:
+        merged.update(ENV_IDS[env_id])
+    merged.update({k: v for k, v in env_kwargs.items() if k != "env_id"})
+    return {k: v for k, v in merged.items() if k in LAYOUT_KEYS}

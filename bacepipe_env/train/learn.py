@@ -1,0 +1,329 @@
+"""Train a learned job orderer on GeoPipe with Stable-Baselines3.
+
+    bacepipe train learn --algo maskable_ppo --total-timesteps 20000
+    bacepipe train learn --config runs/x/config.json      # repeat a run exactly
+    bacepipe train learn --resume runs/x --total-timesteps 40000
+
+(from a checkout also ``python -m train.learn ...``, the same command).
+
+MaskablePPO (sb3-contrib) is the default learner on the Dict observation. PPO and DQN use the
+flat observation and cannot see the mask: an illegal action falls back to the first legal one
+(the env's ``illegal_action="fallback"``) and is counted in ``eval/illegal_actions``; give
+``--env-kwargs '{"reward": {"illegal_penalty": 0.1}}'`` to teach them legality.
+
+Every run writes to ``{logdir}/{run_name}/``: ``config.json``, TensorBoard events with
+``train/``, ``rollout/`` and ``eval/`` tags, ``progress.csv``, ``eval.csv``,
+``checkpoints/`` and the final ``model.zip``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import platform
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, CheckpointCallback
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.logger import HParam, configure
+from stable_baselines3.common.utils import set_random_seed
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+from .. import __version__
+from ..envs.agents import evaluate
+from ..experiments.progress import Progress
+from .config import TrainConfig, parse_config
+from .sb3 import ALGOS, SB3Agent, algo_class
+
+__all__ = ["HeldOutEval", "eval_seeds", "main", "make_eval_env", "train"]
+
+
+def eval_seeds(cfg: TrainConfig) -> list[int]:
+    """The held-out reset seeds. Training environments are seeded with ``seed + rank`` once
+    and never reset with an explicit seed again, so their episodes come from other streams."""
+    return list(range(cfg.eval_seed, cfg.eval_seed + cfg.n_eval))
+
+
+def make_eval_env(cfg: TrainConfig) -> gym.Env[Any, Any]:
+    """The evaluation environment: the training settings, no truncation wrapper."""
+    return gym.make(cfg.env_id, **cfg.resolved_env_kwargs()).unwrapped
+
+
+class HeldOutEval(BaseCallback):
+    """Evaluates the current model on the held-out seeds every ``cfg.eval_freq`` steps and
+    logs ``eval/avg_jct_h``, ``eval/total_cost_usd``, ``eval/return`` and
+    ``eval/illegal_actions`` (means over the episodes), plus the hyperparameters once."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.run_dir = run_dir
+        self.env = make_eval_env(cfg)
+        self.seeds = eval_seeds(cfg)
+        self.last_eval = -1
+        self.history: list[dict[str, float]] = []
+
+    def _on_training_start(self) -> None:
+        hp = {
+            k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v))
+            for k, v in self.cfg.to_json().items()
+        }
+        metrics = {"eval/avg_jct_h": 0.0, "eval/total_cost_usd": 0.0, "eval/return": 0.0}
+        self.logger.record("hparams", HParam(hp, metrics), exclude=("stdout", "log", "json", "csv"))
+        table = "\n".join(f"| {k} | {v} |" for k, v in hp.items())
+        self.logger.record(
+            "hparams_text",
+            "| parameter | value |\n|---|---|\n" + table,
+            exclude=("stdout", "log", "json", "csv"),
+        )
+        if self.num_timesteps == 0:
+            self.evaluate()
+        else:  # resumed: keep the schedule of an uninterrupted run
+            self.last_eval = _last_eval_step(self.run_dir / "eval.csv", self.num_timesteps)
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps - max(self.last_eval, 0) >= self.cfg.eval_freq:
+            self.evaluate()
+        return True
+
+    def _on_training_end(self) -> None:
+        if self.last_eval != self.num_timesteps:
+            self.evaluate()
+
+    def evaluate(self) -> dict[str, float]:
+        """Run the held-out episodes now and log the means at the current step."""
+        agent = SB3Agent(self.model, self.cfg.algo, "learned", self.cfg.resolved_env_kwargs())
+        results = evaluate(self.env, agent, self.seeds)
+        row = {
+            "step": float(self.num_timesteps),
+            "avg_jct_h": float(np.mean([r.avg_jct_h for r in results])),
+            "total_cost_usd": float(np.mean([r.total_cost_usd for r in results])),
+            "return": float(np.mean([r.episode_return for r in results])),
+            "illegal_actions": float(np.mean([r.illegal_actions for r in results])),
+        }
+        for key in ("avg_jct_h", "total_cost_usd", "return", "illegal_actions"):
+            self.logger.record(f"eval/{key}", row[key])
+        self.logger.dump(self.num_timesteps)
+        self.history.append(row)
+        path = self.run_dir / "eval.csv"
+        new = not path.exists()
+        with open(path, "a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(row))
+            if new:
+                writer.writeheader()
+            writer.writerow(row)
+        self.last_eval = self.num_timesteps
+        return row
+
+
+def _last_eval_step(path: Path, default: int) -> int:
+    """The step of the last row of an eval.csv (``default`` without one)."""
+    if not path.is_file():
+        return default
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    return int(float(rows[-1]["step"])) if rows else default
+
+
+class ProgressBar(BaseCallback):
+    """A progress bar over the run's timesteps on stderr (when it is a terminal)."""
+
+    def __init__(self, total: int, start: int) -> None:
+        super().__init__()
+        self.bar = Progress(total, "steps", "train")
+        self.bar.done = start
+
+    def _on_step(self) -> bool:
+        delta = self.num_timesteps - self.bar.done
+        if delta >= max(1, self.bar.total // 200):
+            self.bar.update(delta)
+        return True
+
+    def _on_training_end(self) -> None:
+        self.bar.update(self.num_timesteps - self.bar.done)
+        self.bar.close()
+
+
+def _build_model(cfg: TrainConfig, venv: Any) -> Any:
+    cls = algo_class(cfg.algo)
+    policy = "MultiInputPolicy" if cfg.observation == "dict" else "MlpPolicy"
+    common: dict[str, Any] = {
+        "learning_rate": cfg.learning_rate,
+        "gamma": cfg.gamma,
+        "seed": cfg.seed,
+        "device": "cpu",
+        "verbose": 0,
+        "policy_kwargs": {"net_arch": list(cfg.net_arch)},
+    }
+    if cfg.algo == "dqn":
+        return cls(
+            policy,
+            venv,
+            buffer_size=cfg.buffer_size,
+            learning_starts=cfg.learning_starts,
+            batch_size=cfg.batch_size,
+            exploration_fraction=cfg.exploration_fraction,
+            target_update_interval=cfg.target_update_interval,
+            **common,
+        )
+    return cls(
+        policy,
+        venv,
+        n_steps=cfg.n_steps,
+        batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs,
+        gae_lambda=cfg.gae_lambda,
+        ent_coef=cfg.ent_coef,
+        **common,
+    )
+
+
+def _saved_steps(path: Path) -> int:
+    """The timestep count stored in an SB3 model file (-1 if unreadable)."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return int(json.loads(zf.read("data")).get("num_timesteps", -1))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return -1
+
+
+def _latest_checkpoint(run_dir: Path) -> Path | None:
+    """The saved model with the most timesteps: a checkpoint, or the final model when it is
+    further along (ties go to the checkpoint)."""
+    candidates = [*(run_dir / "checkpoints").glob("model_*_steps.zip"), run_dir / "model.zip"]
+    existing = [p for p in candidates if p.is_file()]
+    if not existing:
+        return None
+    return max(existing, key=lambda p: (_saved_steps(p), p.name != "model.zip"))
+
+
+def _merge_progress(path: Path, earlier: list[dict[str, str]]) -> None:
+    """SB3's CSV logger starts progress.csv afresh; put a resumed run's earlier rows back."""
+    if not earlier:
+        return
+    later: list[dict[str, str]] = []
+    if path.is_file():
+        with open(path, newline="") as fh:
+            later = list(csv.DictReader(fh))
+    columns: list[str] = []
+    for row in (*earlier, *later):
+        columns += [c for c in row if c not in columns]
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows([*earlier, *later])
+
+
+def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, float]]]:
+    """Run (or resume) one training run; returns its directory and the evaluation history."""
+    torch.set_num_threads(cfg.torch_threads)
+    set_random_seed(cfg.seed)
+    run_dir = (
+        Path(resume) if resume else Path(cfg.logdir) / (cfg.run_name or cfg.default_run_name())
+    )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    wall_before, earlier_progress = 0.0, []
+    if resume:
+        if (run_dir / "config.json").is_file():
+            wall_before = json.loads((run_dir / "config.json").read_text()).get("wall_time_s", 0.0)
+        if (run_dir / "progress.csv").is_file():
+            with open(run_dir / "progress.csv", newline="") as fh:
+                earlier_progress = list(csv.DictReader(fh))
+    (run_dir / "config.json").write_text(
+        json.dumps(
+            {
+                "train": cfg.to_json(),
+                "algo": cfg.algo,
+                "env_id": cfg.env_id,
+                "env_kwargs": cfg.resolved_env_kwargs(),
+                "eval_seeds": eval_seeds(cfg),
+                "versions": {
+                    "python": platform.python_version(),
+                    "torch": torch.__version__,
+                    "bacepipe_env": __version__,
+                },
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+
+    env_id = f"bacepipe_env:{cfg.env_id}"  # workers import the package, whatever start method
+    vec_cls = SubprocVecEnv if cfg.n_envs > 1 else DummyVecEnv
+    venv = make_vec_env(
+        env_id,
+        n_envs=cfg.n_envs,
+        seed=cfg.seed,
+        vec_env_cls=vec_cls,
+        env_kwargs=cfg.resolved_env_kwargs(),
+    )
+    cls = algo_class(cfg.algo)
+    ckpt = _latest_checkpoint(run_dir) if resume else None
+    if ckpt is not None:
+        model = cls.load(str(ckpt), env=venv, device="cpu")
+        print(f"resuming {run_dir} from {ckpt.name} at step {model.num_timesteps}")
+    else:
+        model = _build_model(cfg, venv)
+    model.set_logger(configure(str(run_dir), ["tensorboard", "csv"]))
+    evaluator = HeldOutEval(cfg, run_dir)
+    callbacks: list[BaseCallback] = [
+        evaluator,
+        CheckpointCallback(
+            save_freq=max(1, cfg.checkpoint_freq // cfg.n_envs),
+            save_path=str(run_dir / "checkpoints"),
+            name_prefix="model",
+        ),
+    ]
+    if cfg.progress:
+        callbacks.append(ProgressBar(cfg.total_timesteps, model.num_timesteps))
+    remaining = max(0, cfg.total_timesteps - model.num_timesteps)
+    start = time.perf_counter()
+    model.learn(
+        total_timesteps=remaining,
+        callback=CallbackList(callbacks),
+        reset_num_timesteps=ckpt is None,
+    )
+    wall = time.perf_counter() - start
+    model.save(str(run_dir / "model.zip"))
+    venv.close()
+    model.logger.close()
+    _merge_progress(run_dir / "progress.csv", earlier_progress)
+    with open(run_dir / "config.json") as fh:
+        saved = json.load(fh)
+    saved["wall_time_s"] = wall_before + wall
+    (run_dir / "config.json").write_text(json.dumps(saved, indent=2) + "\n")
+    return run_dir, evaluator.history
+
+
+def main(
+    argv: list[str] | None = None,
+    defaults: dict[str, Any] | None = None,
+    prog: str = "python -m train.learn",
+) -> int:
+    """Command-line entry point (``bacepipe train learn``, ``python -m train.learn``)."""
+    cfg, resume = parse_config(argv, defaults, prog)
+    run_dir, history = train(cfg, resume)
+    last = history[-1] if history else {}
+    print(f"run: {run_dir}")
+    if last:
+        print(
+            f"held-out eval at step {int(last['step'])}: avg JCT {last['avg_jct_h']:.2f} h, "
+            f"total cost ${last['total_cost_usd']:,.2f}, return {last['return']:.4f}, "
+            f"illegal actions {last['illegal_actions']:.2f}/episode"
+        )
+    print(f"model: {run_dir / 'model.zip'}")
+    print(f"TensorBoard: tensorboard --logdir {run_dir.parent}")
+    return 0
+
+
+assert set(ALGOS) == {"maskable_ppo", "ppo", "dqn"}
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,19 @@
+"""`bacepipe train maskable_ppo` (`python -m train.maskable_ppo`): `train.learn` with
+`--algo maskable_ppo` as the default."""
+
+from __future__ import annotations
+
+import sys
+
+from . import learn
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m train.maskable_ppo") -> int:
+    """Command-line entry point."""
+    return learn.main(argv, defaults={"algo": "maskable_ppo"}, prog=prog)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

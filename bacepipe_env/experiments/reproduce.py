@@ -19,7 +19,7 @@ from typing import Any
 from ..core.admission import ADMISSION_RULES
 from ..core.scenario import Scenario
 from ..core.simulator import JobRecord, RunResult
-from ..core.units import hours
+from ..core.units import GBPS_PER_BYTE_PER_S, hours
 from ..errors import BacepipeError, ScenarioError, ValidationError
 from ..policies import bace_pipe
 from ..policies.base import Policy
@@ -1643,9 +1643,13 @@ def _why_semantics(rows: Sequence[RowRuns]) -> list[str]:
         low = load_scenario(scen, bandwidth_scale=0.3, **SEMANTICS[0].kwargs).cluster.bandwidth
         k = low.shape[0]
         links.append(
-            (scen, min(float(low[u, v]) for u in range(k) for v in range(k) if u != v) * 8e-9)
+            (
+                scen,
+                min(float(low[u, v]) for u in range(k) for v in range(k) if u != v)
+                * GBPS_PER_BYTE_PER_S,
+            )
         )
-    b_k = [p.min_bandwidth_kstar * 8e-9 for p in sc.profiles.values()]
+    b_k = [p.min_bandwidth_kstar * GBPS_PER_BYTE_PER_S for p in sc.profiles.values()]
     return [
         "## Why the semantics matter",
         "",

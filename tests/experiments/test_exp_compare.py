@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import statistics
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exp_helpers import direct, read_csv
 
 from bacepipe_env.errors import ValidationError
 from bacepipe_env.experiments import (
@@ -18,8 +18,6 @@ from bacepipe_env.experiments import (
     reference_policy,
     run_compare,
 )
-from bacepipe_env.policies.registry import make_policy
-from bacepipe_env.scenarios.loader import load_scenario
 
 POLICIES = ["bace-pipe", "lcf", "cr-ldf"]
 SEEDS = [0, 1, 2]
@@ -33,22 +31,6 @@ SCALARS = (
     "compare/avg_jct_norm",
     "compare/total_cost_norm",
 )
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def direct(policy: str, seed: int, **knobs: Any) -> dict[str, float]:
-    """The run's totals computed straight from the simulator, in hours and dollars."""
-    result = make_policy(policy, seed=seed).simulate(load_scenario("paper", seed=seed, **knobs))
-    return {
-        "avg_jct_h": result.avg_jct / 3600.0,
-        "total_cost_usd": result.total_cost,
-        "makespan_h": result.makespan / 3600.0,
-        "gpu_utilization": result.gpu_utilization,
-    }
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float]:

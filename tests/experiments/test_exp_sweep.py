@@ -8,7 +8,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from test_exp_compare import direct, read_csv
+from exp_helpers import direct, read_csv
 
 from bacepipe_env.errors import ValidationError
 from bacepipe_env.experiments import SWEEPS, ExperimentOutcome, run_sweep

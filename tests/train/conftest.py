@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_train_run import TinyRun, tiny_run_dir  # noqa: E402
+from train_helpers import TinyRun, tiny_run_dir  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
-from test_train_run import (
+from train_helpers import (
     FIG1_ID,
     TinyRun,
     accumulator,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_train_run import (
+from train_helpers import (
     ENV_ID,
     TinyRun,
     accumulator,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_train_run import (
+from train_helpers import (
     TinyRun,
     one_line_error,
     run_many,

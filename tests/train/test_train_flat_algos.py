@@ -11,7 +11,7 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from test_train_run import (
+from train_helpers import (
     EVAL_TAGS,
     FIG1_ID,
     accumulator,

@@ -14,7 +14,7 @@ import urllib.request
 from typing import Any
 
 import pytest
-from test_train_run import EVAL_TAGS, ROOT, TinyRun, f32, sub_env
+from train_helpers import EVAL_TAGS, ROOT, TinyRun, f32, sub_env
 
 pytest.importorskip("tensorboard")
 

@@ -92,12 +92,12 @@ class OrderingPolicy(Protocol):
 class PlacementPolicy(Protocol):
     """Decides where a job runs; ``None`` (or an empty placement) leaves it pending.
 
-    A policy whose answer depends only on the cluster, the free GPUs, the residual bandwidth
-    and the job's profile may set a class attribute ``pure = True``; the Gym environment then
-    memoises its placement previews.
+    ``pure`` says whether the answer depends only on the cluster, the free GPUs, the residual
+    bandwidth and the job's profile; the Gym environment then memoises its placement previews.
     """
 
     name: str
+    pure: bool
 
     def place(self, view: SchedulerView, job_id: int) -> Placement | None:
         """Return a placement on the currently free GPUs and residual bandwidth."""

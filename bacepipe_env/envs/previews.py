@@ -48,7 +48,7 @@ class PlacementPreviewer:
 
     def __init__(self, placement: PlacementPolicy, memo_size: int = DEFAULT_MEMO_SIZE) -> None:
         self.placement = placement
-        self.pure = bool(getattr(placement, "pure", False))
+        self.pure = placement.pure  # checked by make_placement
         self.memo_size = memo_size
         # (hash of (cluster, free, residual), job shape) -> (that state, (placement, t_iter,
         # $/kWh, fits in memory)); a hit is checked against the stored state, so a hash

@@ -196,6 +196,12 @@ def make_placement(placement: str | PlacementPolicy) -> PlacementPolicy:
     if not isinstance(placement, str):
         if not callable(getattr(placement, "place", None)):
             raise ValidationError("placement", placement, "must have a place(view, job_id) method")
+        if not isinstance(getattr(placement, "pure", None), bool):
+            raise ValidationError(
+                "placement",
+                placement,
+                "must declare pure = True or False (may previews be memoised?)",
+            )
         return placement
     try:
         return PLACEMENTS[placement]()

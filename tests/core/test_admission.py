@@ -317,6 +317,7 @@ def test_full_gpus_is_k_star_capped_by_the_idle_cluster() -> None:
 
 class _Never:
     name = "never"
+    pure = True
 
     def place(self, view: Any, job_id: int) -> Placement | None:
         return None

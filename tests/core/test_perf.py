@@ -296,6 +296,7 @@ class _Fixed:
     """Places every job on one fixed placement."""
 
     name = "fixed"
+    pure = True
 
     def __init__(self, placement: Placement) -> None:
         self.placement = placement

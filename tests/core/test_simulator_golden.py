@@ -354,6 +354,8 @@ def test_simultaneous_completion_and_arrival() -> None:
 class _Scripted:
     """Returns whatever ``make(view, job_id)`` gives."""
 
+    pure = False
+
     def __init__(self, make: Any, name: str = "scripted") -> None:
         self.make = make
         self.name = name

@@ -105,3 +105,22 @@ def test_seed_reaches_the_random_ordering():
     b = make_policy("random", seed=1).ordering.rng.integers(1 << 30, size=4).tolist()
     c = make_policy("random", seed=2).ordering.rng.integers(1 << 30, size=4).tolist()
     assert a == b != c
+
+
+def test_a_placement_object_must_declare_whether_it_is_pure():
+    """``pure`` is part of the placement contract (the env memoises pure previews), checked
+    where objects enter the registry, with one line naming the field."""
+    from bacepipe_env.policies.registry import make_placement
+
+    class Undeclared:
+        name = "undeclared"
+
+        def place(self, view, job_id):
+            return None
+
+    with pytest.raises(ValidationError, match="placement: must declare pure"):
+        make_placement(Undeclared())
+    declared = Undeclared()
+    declared.pure = False
+    assert make_placement(declared) is declared
+    assert make_placement("pathfinder").pure is True

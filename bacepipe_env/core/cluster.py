@@ -20,13 +20,15 @@ DEFAULT_GPU_MEMORY_BYTES = 48e9  # one A6000's 48 GB (SPEC section 3a)
 @dataclass(frozen=True)
 class Region:
     """One cloud region: ``gpus`` GPUs at ``price`` $/kWh, ``intra_bandwidth`` bytes/s between
-    two pipeline stages inside it, and ``gpu_memory`` bytes on each GPU."""
+    two pipeline stages inside it, ``gpu_memory`` bytes on each GPU, and the grid's ``carbon``
+    intensity in gCO2e/kWh (0 when unknown; the built-in scenarios give their countries')."""
 
     name: str
     gpus: int
     price: float  # $/kWh
     intra_bandwidth: float  # bytes/s
     gpu_memory: float = DEFAULT_GPU_MEMORY_BYTES  # bytes per GPU
+    carbon: float = 0.0  # gCO2e/kWh
 
     def __post_init__(self) -> None:
         require_str("region.name", self.name)
@@ -42,6 +44,9 @@ class Region:
             self,
             "gpu_memory",
             require_float(f"{where}.gpu_memory", self.gpu_memory, positive=True),
+        )
+        object.__setattr__(
+            self, "carbon", require_float(f"{where}.carbon", self.carbon, minimum=0.0)
         )
 
 
@@ -83,6 +88,7 @@ class Cluster:
         object.__setattr__(self, "_capacity", tuple(r.gpus for r in regions))
         object.__setattr__(self, "_prices", tuple(r.price for r in regions))
         object.__setattr__(self, "_gpu_memory", tuple(r.gpu_memory for r in regions))
+        object.__setattr__(self, "_carbon", tuple(r.carbon for r in regions))
         rows = tuple(tuple(row) for row in self.bandwidth.tolist())
         object.__setattr__(self, "_bandwidth_rows", rows)
         object.__setattr__(self, "_link_capacity", offdiag_sum(rows))
@@ -106,6 +112,11 @@ class Cluster:
     def prices(self) -> tuple[float, ...]:
         """Electricity price ``P_r`` ($/kWh) per region."""
         return self._prices  # type: ignore[attr-defined, no-any-return]
+
+    @property
+    def carbon(self) -> tuple[float, ...]:
+        """Grid carbon intensity (gCO2e/kWh) per region, the flat price model's."""
+        return self._carbon  # type: ignore[attr-defined, no-any-return]
 
     @property
     def gpu_memory(self) -> tuple[float, ...]:

@@ -13,6 +13,7 @@ from .cluster import Cluster
 from .job import Job
 from .memory import largest_feasible_gpus, layers_per_stage, memory_floors
 from .perf import JobProfile, ProfileCache, profile_job
+from .tariff import Tariff
 
 __all__ = ["Scenario"]
 
@@ -24,7 +25,9 @@ class Scenario:
     ``ignore_memory`` restores the paper's literal semantics, where a job may start on any
     number of GPUs (SPEC section 3a); otherwise every job must be able to fit in GPU memory on
     some set of regions, or the scenario is rejected here. ``admission`` names the rule that
-    decides whether an offered placement is taken now (SPEC section 3b).
+    decides whether an offered placement is taken now (SPEC section 3b). ``tariff`` prices
+    electricity, carbon and egress over time (SPEC section 10); the default is the cluster's
+    flat prices and carbon intensities, without egress.
     """
 
     name: str
@@ -35,6 +38,7 @@ class Scenario:
     profile_cache: ProfileCache | None = field(default=None, repr=False, compare=False)
     ignore_memory: bool = False
     admission: str = "greedy"
+    tariff: Tariff = None  # type: ignore[assignment]  # None: flat, from the cluster
 
     def __post_init__(self) -> None:
         jobs = tuple(self.jobs)
@@ -50,6 +54,14 @@ class Scenario:
         if self.admission not in ADMISSION_RULES:
             known = ", ".join(ADMISSION_RULES)
             raise ScenarioError("admission", self.admission, f"unknown rule; choose from: {known}")
+        if self.tariff is None:
+            object.__setattr__(self, "tariff", Tariff(self.cluster.prices, self.cluster.carbon))
+        elif not isinstance(self.tariff, Tariff):
+            raise ScenarioError("tariff", self.tariff, "must be a Tariff")
+        elif self.tariff.n_regions != self.cluster.n_regions:
+            raise ScenarioError(
+                "tariff", self.tariff.n_regions, f"must cover the {self.cluster.n_regions} regions"
+            )
         if not self.ignore_memory:
             self._check_memory()
 

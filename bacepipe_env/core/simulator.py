@@ -37,7 +37,8 @@ from .network import network_utilization_rows
 from .perf import JobProfile, electricity_cost, placement_comm_times
 from .placement import Placement
 from .scenario import Scenario
-from .units import hours
+from .tariff import Tariff
+from .units import SECONDS_PER_HOUR, hours
 
 __all__ = [
     "BANDWIDTH_RTOL",
@@ -106,7 +107,9 @@ class PlacementPolicy(Protocol):
 
 @dataclass(frozen=True)
 class JobRecord:
-    """What happened to one job. Times in seconds, cost in dollars, bandwidth in bytes/s."""
+    """What happened to one job. Times in seconds, cost in dollars, bandwidth in bytes/s,
+    emissions in kg CO2e. ``cost`` is the electricity (Eq. 4, or its integral under hourly
+    prices); ``egress_cost`` the cross-region traffic, 0 unless the tariff charges it."""
 
     job_id: int
     name: str
@@ -123,6 +126,9 @@ class JobRecord:
     cost: float  # C, Eq. (4)
     placement: Placement
     reserved_bandwidth: float  # b(L) on each cross-region link of the path
+    carbon: float = 0.0  # kg CO2e of its electricity
+    egress_cost: float = 0.0  # $ of cross-region traffic (SPEC section 10)
+    slowdown: float = 1.0  # jct / the execution on K* GPUs in one region (SPEC section 12)
 
     @property
     def n_gpus(self) -> int:
@@ -147,6 +153,9 @@ class JobRecord:
             "execution_s": self.execution,
             "jct_s": self.jct,
             "cost_usd": self.cost,
+            "carbon_kg": self.carbon,
+            "egress_usd": self.egress_cost,
+            "slowdown": self.slowdown,
             "reserved_bandwidth_Bps": self.reserved_bandwidth,
         }
 
@@ -169,6 +178,20 @@ class RunResult:
     n_decisions: int  # placement attempts made
     admission: str = "greedy"  # the admission rule the run used
     ignore_memory: bool = False  # True: the paper's literal semantics, no memory check
+    total_carbon: float = 0.0  # kg CO2e
+    total_egress_cost: float = 0.0  # $, 0 unless the tariff charges egress
+    jct_p50: float = 0.0  # s
+    jct_p95: float = 0.0  # s
+    jct_p99: float = 0.0  # s
+    mean_slowdown: float = 1.0  # mean of jct / ideal execution
+    prices: str = "flat"  # the tariff's price model
+    start_hour: float = 0.0  # the hour of 2023 that time 0 falls on (hourly prices)
+    egress: bool = False  # whether egress was charged
+
+    @property
+    def throughput(self) -> float:
+        """Jobs completed per hour of makespan (0 for a zero makespan)."""
+        return len(self.records) / hours(self.makespan) if self.makespan > 0 else 0.0
 
     def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
         """A JSON-ready dict; ``names`` are the cluster's region names."""
@@ -178,12 +201,22 @@ class RunResult:
             "avg_jct_s": self.avg_jct,
             "avg_jct_h": hours(self.avg_jct),
             "total_cost_usd": self.total_cost,
+            "total_egress_usd": self.total_egress_cost,
+            "total_carbon_kg": self.total_carbon,
+            "jct_p50_s": self.jct_p50,
+            "jct_p95_s": self.jct_p95,
+            "jct_p99_s": self.jct_p99,
+            "mean_slowdown": self.mean_slowdown,
+            "throughput_jobs_per_h": self.throughput,
             "makespan_s": self.makespan,
             "makespan_h": hours(self.makespan),
             "gpu_utilization": self.gpu_utilization,
             "n_decisions": self.n_decisions,
             "admission": self.admission,
             "ignore_memory": self.ignore_memory,
+            "prices": self.prices,
+            "start_hour": self.start_hour,
+            "egress": self.egress,
             "jobs": [r.to_dict(names) for r in self.records],
         }
 
@@ -238,7 +271,9 @@ class _Running:
     finish: float
     execution: float
     reserved: float
-    cost_rate: float  # $/s while running, Eq. (4) per second
+    cost_rate: float  # $/s while running, Eq. (4) per second (flat prices)
+    carbon_rate: float  # kg/s while running (flat carbon)
+    egress: float  # $ of its cross-region traffic over the whole execution
 
 
 class Simulator:
@@ -275,6 +310,10 @@ class Simulator:
         self._capacity_rows = scenario.cluster.bandwidth_rows
         self._capacity_total = scenario.cluster.link_capacity
         self._prices = list(scenario.cluster.prices)
+        self._tariff = tariff = scenario.tariff
+        self._flat = tariff.flat
+        self._egress = tariff.egress is not None
+        self._carbon = tariff.carbon
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -297,6 +336,7 @@ class Simulator:
         self._n_decisions = 0
         self._job_seconds = 0.0
         self._cost_accrued = 0.0
+        self._carbon_accrued = 0.0
         self._seq = 0
         self._heap: list[tuple[float, int, int, int]] = []
         for job in sorted(self._jobs.values(), key=lambda j: (j.submit_time, j.job_id)):
@@ -446,8 +486,19 @@ class Simulator:
 
     @property
     def cost_accrued(self) -> float:
-        """Electricity cost incurred by running jobs so far ($); at the end, the total cost."""
+        """Cost incurred by running jobs so far ($): electricity, plus egress (spread evenly
+        over each job's execution) when the tariff charges it; at the end, the run's total."""
         return self._cost_accrued
+
+    @property
+    def carbon_accrued(self) -> float:
+        """Emissions of the running jobs' electricity so far (kg CO2e); at the end, the total."""
+        return self._carbon_accrued
+
+    @property
+    def tariff(self) -> Tariff:
+        """The scenario's prices, carbon intensities and egress charges over time."""
+        return self._tariff
 
     @property
     def has_future_events(self) -> bool:
@@ -567,6 +618,8 @@ class Simulator:
         makespan = max(r.finish_time for r in recs) - first
         busy = math.fsum(r.n_gpus * r.execution for r in recs)
         total = self._cluster.total_gpus
+        p50, p95, p99 = np.percentile([r.jct for r in recs], (50, 95, 99)).tolist()
+        tariff = self._tariff
         return RunResult(
             scenario=self.scenario.name,
             policy=policy or self.placement_policy.name,
@@ -578,6 +631,15 @@ class Simulator:
             n_decisions=self._n_decisions,
             admission=self.admission.name,
             ignore_memory=not self._memory,
+            total_carbon=math.fsum(r.carbon for r in recs),
+            total_egress_cost=math.fsum(r.egress_cost for r in recs),
+            jct_p50=p50,
+            jct_p95=p95,
+            jct_p99=p99,
+            mean_slowdown=math.fsum(r.slowdown for r in recs) / len(recs),
+            prices=tariff.model,
+            start_hour=tariff.start_hour,
+            egress=self._egress,
         )
 
     # -------------------------------------------------------------- internals
@@ -589,7 +651,7 @@ class Simulator:
         if dt > 0.0:  # accrue JCT (jobs in system) and electricity (running jobs) up to t
             self._job_seconds += (len(self._pending) + len(self._running)) * dt
             if self._running:
-                self._cost_accrued += dt * math.fsum(r.cost_rate for r in self._running.values())
+                self._accrue(self._time, t)
         while heap and heap[0][0] == t:
             _, kind, _, job_id = heapq.heappop(heap)
             if kind == _COMPLETION:
@@ -598,6 +660,25 @@ class Simulator:
                 self._pending.append(job_id)
         self._time = t
         self._tried.clear()
+
+    def _accrue(self, t0: float, t1: float) -> None:
+        """Cost and carbon of the running jobs over ``[t0, t1]``, where none starts or ends."""
+        running = self._running.values()
+        dt = t1 - t0
+        if self._flat:
+            self._cost_accrued += dt * math.fsum(r.cost_rate for r in running)
+            self._carbon_accrued += dt * math.fsum(r.carbon_rate for r in running)
+        else:  # the busy GPUs of each region, times its price's and carbon's integrals
+            tariff, power = self._tariff, self._cluster.power_kw
+            cost = carbon = 0.0
+            for r, (cap, free) in enumerate(zip(self._cluster.capacity, self._free)):
+                if cap > free:
+                    cost += (cap - free) * tariff.price_hours(r, t0, t1)
+                    carbon += (cap - free) * tariff.carbon_hours(r, t0, t1)
+            self._cost_accrued += power * cost
+            self._carbon_accrued += power * carbon / 1000.0
+        if self._egress:
+            self._cost_accrued += dt * math.fsum(r.egress / r.execution for r in running)
 
     def _check(self, job_id: int, p: Placement) -> None:
         name = self.placement_policy.name
@@ -646,8 +727,17 @@ class Simulator:
         self._pending.remove(job_id)
         finish = self._time + execution
         price_sum = math.fsum(g * self._prices[r] for r, g in zip(p.path, p.gpus))
-        rate = electricity_cost(1.0, price_sum, self._cluster.power_kw)
-        self._running[job_id] = _Running(p, self._time, finish, execution, reserved, rate)
+        power = self._cluster.power_kw
+        rate = electricity_cost(1.0, price_sum, power)
+        carbon_sum = math.fsum(g * self._carbon[r] for r, g in zip(p.path, p.gpus))
+        carbon_rate = carbon_sum * power / SECONDS_PER_HOUR / 1000.0
+        egress = 0.0
+        if self._egress:  # M * A bytes each way per iteration on every cross-region hop
+            each_way = prof.iterations * prof.n_micro * prof.activation_bytes
+            egress = self._tariff.egress_cost(p.path, each_way)
+        self._running[job_id] = _Running(
+            p, self._time, finish, execution, reserved, rate, carbon_rate, egress
+        )
         self._push(finish, _COMPLETION, job_id)
 
     def _finish(self, job_id: int) -> None:
@@ -662,23 +752,43 @@ class Simulator:
             self._rebook(u, v)
         job = self._jobs[job_id]
         wait = run.start - job.submit_time
-        price_sum = math.fsum(g * self._prices[r] for r, g in zip(p.path, p.gpus))
+        power = self._cluster.power_kw
+        if self._flat:
+            price_sum = math.fsum(g * self._prices[r] for r, g in zip(p.path, p.gpus))
+            cost = electricity_cost(run.execution, price_sum, power)  # Eq. (4)
+            carbon_sum = math.fsum(g * self._carbon[r] for r, g in zip(p.path, p.gpus))
+            carbon = hours(run.execution) * carbon_sum * power / 1000.0
+        else:  # the integrals of SPEC section 10 over [start, finish]
+            t0, t1, tariff = run.start, run.finish, self._tariff
+            cost = power * math.fsum(
+                g * tariff.price_hours(r, t0, t1) for r, g in zip(p.path, p.gpus)
+            )
+            carbon = (
+                power
+                * math.fsum(g * tariff.carbon_hours(r, t0, t1) for r, g in zip(p.path, p.gpus))
+                / 1000.0
+            )
+        prof = self._profiles[job_id]
+        jct = wait + run.execution  # Eq. (3)
         self._records[job_id] = JobRecord(
             job_id=job_id,
             name=job.name,
             model=job.model.name,
             dataset=job.dataset,
-            k_star=self._profiles[job_id].k_star,
+            k_star=prof.k_star,
             memory_floor=min(self._floors[job_id]),
             submit_time=job.submit_time,
             start_time=run.start,
             finish_time=run.finish,
             wait=wait,
             execution=run.execution,
-            jct=wait + run.execution,  # Eq. (3)
-            cost=electricity_cost(run.execution, price_sum, self._cluster.power_kw),  # Eq. (4)
+            jct=jct,
+            cost=cost,
             placement=p,
             reserved_bandwidth=run.reserved,
+            carbon=carbon,
+            egress_cost=run.egress,
+            slowdown=jct / prof.ideal_execution if prof.ideal_execution > 0 else 1.0,
         )
 
     def _rebook(self, u: int, v: int) -> None:

@@ -22,11 +22,13 @@ import numpy as np
 from ..core.admission import ADMISSION_RULES
 from ..core.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Region
 from ..core.job import Job, ModelSpec, TrainingConstants
-from ..core.perf import ProfileCache
+from ..core.perf import ProfileCache, profile_job
 from ..core.scenario import Scenario
+from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS, Tariff
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
 from ..core.validate import require_float, require_int, require_square_matrix, require_str
 from ..errors import ScenarioError
+from .arrivals import ARRIVAL_PROCESSES, arrival_times
 
 __all__ = [
     "BUILTIN_SCENARIOS",
@@ -41,7 +43,7 @@ __all__ = [
     "scale_gpus",
 ]
 
-BUILTIN_SCENARIOS = ("fig1", "paper", "paper-aws")
+BUILTIN_SCENARIOS = ("fig1", "paper", "paper-aws", "online")
 
 _TOP_KEYS = {
     "name",
@@ -57,6 +59,9 @@ _TOP_KEYS = {
     "workload",
     "ignore_memory",
     "admission",
+    "prices",
+    "start_hour",
+    "egress_usd_per_gb",
 }
 _CONSTANT_KEYS = {
     "seq_len",
@@ -78,11 +83,22 @@ _REGION_KEYS = {
     "bandwidth_gbps",
     "intra_gbps",
     "gpu_memory_gb",
+    "carbon_g_per_kwh",
+    "price_zone",
 }
 _MODEL_KEYS = {"name", "params", "layers", "hidden", "batch"}
 _DATASET_KEYS = {"name", "samples"}
 _JOB_KEYS = {"name", "model", "dataset", "submit_h", "epochs", "batch"}
-_WORKLOAD_KEYS = {"n_jobs", "models", "datasets", "submit_h", "arrival_rate_per_h"}
+_WORKLOAD_KEYS = {
+    "n_jobs",
+    "models",
+    "datasets",
+    "submit_h",
+    "arrivals",
+    "arrival_rate_per_h",
+    "load",
+    "horizon_h",
+}
 _LINK_KEYS = {"rule", "matrix_gbps", "pairs", "symmetric"}
 _PAIR_KEYS = {"a", "b", "gbps", "mbps"}
 
@@ -159,6 +175,10 @@ def load_scenario(
     n_jobs: int | None = None,
     ignore_memory: bool | None = None,
     admission: str | None = None,
+    prices: str | None = None,
+    start_hour: float | str | None = None,
+    egress_usd_per_gb: float | None = None,
+    load: float | None = None,
 ) -> Scenario:
     """Load a scenario by built-in name, file path or already-parsed mapping, and apply the
     sweep knobs (SPEC section 7).
@@ -167,8 +187,12 @@ def load_scenario(
     - ``bandwidth_scale`` multiplies every inter-region link (not the intra-region bandwidth);
     - ``gpu_scale`` multiplies every region's GPUs, rounded half up, at least 1;
     - ``n_jobs`` overrides the workload's job count (explicit job lists are cut or cycled);
-    - ``ignore_memory`` and ``admission`` override the file's fields of those names
-      (defaults: memory is checked, ``greedy`` admission).
+    - ``ignore_memory``, ``admission``, ``prices`` (``flat`` or ``hourly``), ``start_hour``
+      (an hour of 2023 or ``"random"``, drawn from the seed) and ``egress_usd_per_gb``
+      override the file's fields of those names (defaults: memory is checked, ``greedy``
+      admission, flat prices from hour 0, no egress charge, SPEC section 10);
+    - ``load`` sets an online workload's arrival rate from its offered load (see
+      :meth:`ScenarioTemplate.offered_load`).
     """
     spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
     return build_scenario(
@@ -179,6 +203,10 @@ def load_scenario(
         n_jobs=n_jobs,
         ignore_memory=ignore_memory,
         admission=admission,
+        prices=prices,
+        start_hour=start_hour,
+        egress_usd_per_gb=egress_usd_per_gb,
+        load=load,
     )
 
 
@@ -197,6 +225,10 @@ def build_scenario(
     profile_cache: ProfileCache | None = None,
     ignore_memory: bool | None = None,
     admission: str | None = None,
+    prices: str | None = None,
+    start_hour: float | str | None = None,
+    egress_usd_per_gb: float | None = None,
+    load: float | None = None,
 ) -> Scenario:
     """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`).
 
@@ -208,6 +240,10 @@ def build_scenario(
         n_jobs=n_jobs,
         ignore_memory=ignore_memory,
         admission=admission,
+        prices=prices,
+        start_hour=start_hour,
+        egress_usd_per_gb=egress_usd_per_gb,
+        load=load,
     )
     return template.materialize(seed, profile_cache=profile_cache)
 
@@ -225,17 +261,25 @@ class JobRow:
     name: str = ""
 
 
+#: How a workload draws its models or datasets: ``cycle``, ``random`` (uniform), one name, or
+#: ``(names, probabilities)`` from a ``{name: weight}`` table.
+Draw = str | tuple[tuple[str, ...], tuple[float, ...]]
+
+
 @dataclass(frozen=True)
 class WorkloadRule:
-    """A validated ``workload`` section: how many jobs, how models and datasets are drawn
-    (``cycle``, ``random`` or one name), and the arrivals (all at ``submit_h``, or Poisson at
-    ``rate`` per hour from ``submit_h``)."""
+    """A validated ``workload`` section: how many jobs (at most), how models and datasets are
+    drawn (see :data:`Draw`), and the arrivals from ``submit_h``: ``batch`` (all at once),
+    ``poisson`` or ``philly`` (the trace's pattern) at ``rate`` per hour, only those before
+    ``submit_h + horizon_h`` when a horizon is given (SPEC section 12)."""
 
     n_jobs: int
-    models: str
-    datasets: str
+    models: Draw
+    datasets: Draw
     submit_h: float
     rate: float | None = None
+    arrivals: str = "batch"
+    horizon_h: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -256,12 +300,29 @@ class ScenarioTemplate:
     workload: WorkloadRule | None = None  # a validated workload rule
     ignore_memory: bool = False
     admission: str = "greedy"
+    prices: str = "flat"
+    start_hour: float | None = 0.0  # None: drawn from the seed
+    zones: tuple[str, ...] = ()  # per region, its hourly series (hourly prices)
+    egress_usd_per_gb: float | tuple[tuple[float, ...], ...] | None = None
 
     def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
         """The scenario for ``seed``: the workload rule's draws come from
-        ``numpy.random.default_rng(seed)`` in a fixed order (models, datasets, arrival gaps)."""
+        ``numpy.random.default_rng(seed)`` in a fixed order (models, datasets, arrivals, then
+        the start hour when it is ``random``)."""
         seed = require_int("seed", seed, minimum=0)
-        rows = self.rows if self.rows is not None else self._draw(np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        rows = self.rows if self.rows is not None else self._draw(rng)
+        start_hour = self.start_hour
+        if start_hour is None:
+            start_hour = float(rng.integers(HOURS_PER_YEAR))
+        tariff = Tariff(
+            self.cluster.prices,
+            self.cluster.carbon,
+            model=self.prices,
+            start_hour=start_hour,
+            zones=self.zones or None,
+            egress_usd_per_gb=self.egress_usd_per_gb,
+        )
         jobs = []
         for i, row in enumerate(rows):
             model, batch = self.models[row.model]
@@ -284,8 +345,14 @@ class ScenarioTemplate:
             "n_jobs": len(jobs),
             "ignore_memory": self.ignore_memory,
             "admission": self.admission,
+            "prices": self.prices,
+            "start_hour": start_hour,
+            "egress": self.egress_usd_per_gb is not None,
             "source": self.source,
         }
+        if self.workload is not None and self.workload.arrivals != "batch":
+            params["arrivals"] = self.workload.arrivals
+            params["arrival_rate_per_h"] = self.workload.rate
         return Scenario(
             self.name,
             self.cluster,
@@ -295,6 +362,7 @@ class ScenarioTemplate:
             profile_cache,
             ignore_memory=self.ignore_memory,
             admission=self.admission,
+            tariff=tariff,
         )
 
     def _draw(self, rng: np.random.Generator) -> list[JobRow]:
@@ -303,13 +371,42 @@ class ScenarioTemplate:
         n = w.n_jobs
         chosen_models = _pick(w.models, list(self.models), n, rng)
         chosen_data = _pick(w.datasets, list(self.datasets), n, rng)
-        if w.rate is not None:
-            gaps = rng.exponential(1.0 / w.rate, size=n)
-            gaps[0] = 0.0
-            submits = (w.submit_h + np.cumsum(gaps)).tolist()
-        else:
-            submits = [w.submit_h] * n
+        submits = arrival_times(
+            w.arrivals, n, w.rate, rng, start_h=w.submit_h, horizon_h=w.horizon_h
+        ).tolist()
         return [JobRow(m, d, t) for m, d, t in zip(chosen_models, chosen_data, submits)]
+
+    def mean_gpu_hours(self) -> float:
+        """The expected GPU-hours of one job of the workload on its own: K* GPUs for its ideal
+        execution (Eq. 13's optimum), averaged over the workload's model and dataset draws."""
+        w = self.workload
+        if w is None:
+            raise ScenarioError("load", None, "needs a workload rule, not a job list")
+        ref = self.cluster.regions[self.cluster.largest_region].intra_bandwidth
+        total = 0.0
+        for m, pm in _weights(w.models, list(self.models)):
+            model, batch = self.models[m]
+            for d, pd in _weights(w.datasets, list(self.datasets)):
+                job = Job(
+                    0,
+                    model,
+                    d,
+                    self.datasets[d],
+                    batch,
+                    epochs=self.epochs,
+                    constants=self.constants,
+                )
+                prof = profile_job(job, ref)
+                total += pm * pd * prof.k_star * prof.ideal_execution / SECONDS_PER_HOUR
+        return total
+
+    def offered_load(self) -> float:
+        """``rate * mean_gpu_hours / total GPUs``: the fraction of the cluster the arrivals
+        would keep busy if every job ran alone on K* GPUs (0 for batch arrivals)."""
+        w = self.workload
+        if w is None or w.rate is None or w.arrivals == "batch":
+            return 0.0
+        return w.rate * self.mean_gpu_hours() / self.cluster.total_gpus
 
 
 def compile_scenario(
@@ -320,9 +417,13 @@ def compile_scenario(
     n_jobs: int | None = None,
     ignore_memory: bool | None = None,
     admission: str | None = None,
+    prices: str | None = None,
+    start_hour: float | str | None = None,
+    egress_usd_per_gb: float | None = None,
+    load: float | None = None,
 ) -> ScenarioTemplate:
-    """Validate a parsed scenario mapping and build everything but the seeded draws;
-    ``ignore_memory`` and ``admission``, when given, override the file's fields."""
+    """Validate a parsed scenario mapping and build everything but the seeded draws; the
+    keyword arguments, when given, override the file's fields (see :func:`load_scenario`)."""
     if not isinstance(spec, Mapping):
         raise ScenarioError("scenario", type(spec).__name__, "must be a mapping")
     _no_unknown_keys("scenario", spec, _TOP_KEYS)
@@ -341,12 +442,33 @@ def compile_scenario(
             "admission", rule, f"unknown rule; choose from: {', '.join(ADMISSION_RULES)}"
         )
 
+    price_model = spec.get("prices", "flat") if prices is None else prices
+    if price_model not in PRICE_MODELS:
+        raise ScenarioError(
+            "prices", price_model, f"unknown price model; choose from: {', '.join(PRICE_MODELS)}"
+        )
+    hour = _start_hour(spec.get("start_hour", 0.0) if start_hour is None else start_hour)
+    egress = spec.get("egress_usd_per_gb") if egress_usd_per_gb is None else egress_usd_per_gb
+    if isinstance(egress, bool):  # true: AWS's inter-region rate; false: no charge
+        egress = DEFAULT_EGRESS_USD_PER_GB if egress else None
+
     constants, power_kw, epochs, gpu_memory = _constants(spec.get("constants", {}))
-    regions, region_bw = _regions(_list(spec, "regions"), gpu_scale, gpu_memory)
+    regions, region_bw, zones = _regions(_list(spec, "regions"), gpu_scale, gpu_memory)
     names = [r.name for r in regions]
     bandwidth = _links(spec.get("links"), names, region_bw) * bandwidth_scale
     latency = _latency(spec.get("latency_ms"), len(names))
     cluster = Cluster(tuple(regions), bandwidth, latency, power_kw)
+    # Validate the tariff's fields now, so that a bad zone or egress matrix fails at load.
+    Tariff(
+        cluster.prices,
+        cluster.carbon,
+        model=str(price_model),
+        start_hour=0.0 if hour is None else hour,
+        zones=zones if price_model == "hourly" else None,
+        egress_usd_per_gb=egress,
+    )
+    if egress is not None and not isinstance(egress, (int, float)):
+        egress = tuple(tuple(float(x) for x in row) for row in egress)
 
     models = _named_table(_list(spec, "models"), "models", _MODEL_KEYS, _model)
     datasets = _named_table(_list(spec, "datasets"), "datasets", _DATASET_KEYS, _dataset)
@@ -371,7 +493,7 @@ def compile_scenario(
     else:
         raise ScenarioError("jobs", None, "a scenario needs a 'jobs' list or a 'workload' rule")
     knobs = {"bandwidth_scale": bandwidth_scale, "gpu_scale": gpu_scale}
-    return ScenarioTemplate(
+    template = ScenarioTemplate(
         name,
         str(spec.get("description", "")),
         str(spec.get("source", "")),
@@ -385,7 +507,42 @@ def compile_scenario(
         workload,
         ignore,
         str(rule),
+        str(price_model),
+        hour,
+        tuple(zones) if price_model == "hourly" else (),
+        egress,
     )
+    target = load if load is not None else _raw_load(spec)
+    if target is not None:
+        return _with_load(template, target, "load" if load is not None else "workload.load")
+    return template
+
+
+def _raw_load(spec: Mapping[str, Any]) -> Any:
+    workload = spec.get("workload")
+    return workload.get("load") if isinstance(workload, Mapping) else None
+
+
+def _with_load(template: ScenarioTemplate, load: Any, field: str) -> ScenarioTemplate:
+    """The template with its arrival rate set so that its offered load is ``load``."""
+    w = template.workload
+    if w is None or w.arrivals == "batch":
+        raise ScenarioError(field, load, "needs a workload with poisson or philly arrivals")
+    target = require_float(field, load, positive=True)
+    rate = target * template.cluster.total_gpus / template.mean_gpu_hours()
+    return dataclasses.replace(template, workload=dataclasses.replace(w, rate=rate))
+
+
+def _start_hour(value: Any) -> float | None:
+    """``start_hour``: an hour of 2023 in [0, 8760), or ``"random"`` (None: drawn per seed)."""
+    if value == "random":
+        return None
+    hour = require_float("start_hour", value, minimum=0.0)
+    if hour >= HOURS_PER_YEAR:
+        raise ScenarioError(
+            "start_hour", value, f"must be in [0, {HOURS_PER_YEAR}) (an hour of 2023) or 'random'"
+        )
+    return hour
 
 
 def _check_batch(field: str, batch: int, micro_batch: int) -> None:
@@ -465,9 +622,10 @@ def _constants(raw: Any) -> tuple[TrainingConstants, float, int, float]:
 
 def _regions(
     rows: list[Any], gpu_scale: float, gpu_memory: float
-) -> tuple[list[Region], list[float | None]]:
+) -> tuple[list[Region], list[float | None], list[str]]:
     regions: list[Region] = []
     region_bw: list[float | None] = []
+    zones: list[str] = []
     for i, raw in enumerate(rows):
         f = f"regions[{i}]"
         row = _table(f, raw, _REGION_KEYS)
@@ -490,11 +648,22 @@ def _regions(
         memory = gpu_memory
         if "gpu_memory_gb" in row:
             memory = require_float(f"{f}.gpu_memory_gb", row["gpu_memory_gb"], positive=True) * 1e9
+        carbon = require_float(
+            f"{f}.carbon_g_per_kwh", row.get("carbon_g_per_kwh", 0.0), minimum=0.0
+        )
+        zones.append(require_str(f"{f}.price_zone", row.get("price_zone", name)))
         regions.append(
-            Region(name, scale_gpus(gpus, gpu_scale), price, gbps_to_bytes_per_s(intra), memory)
+            Region(
+                name,
+                scale_gpus(gpus, gpu_scale),
+                price,
+                gbps_to_bytes_per_s(intra),
+                memory,
+                carbon,
+            )
         )
         region_bw.append(bw)
-    return regions, region_bw
+    return regions, region_bw, zones
 
 
 def _links(raw: Any, names: list[str], region_bw: list[float | None]) -> np.ndarray:
@@ -625,22 +794,66 @@ def _workload(
     rate = None
     if "arrival_rate_per_h" in w:
         rate = require_float("workload.arrival_rate_per_h", w["arrival_rate_per_h"], positive=True)
+    arrivals = w.get("arrivals", "batch" if rate is None else "poisson")
+    if arrivals not in ARRIVAL_PROCESSES:
+        raise ScenarioError(
+            "workload.arrivals", arrivals, f"must be one of: {', '.join(ARRIVAL_PROCESSES)}"
+        )
+    if arrivals != "batch" and rate is None and "load" not in w:
+        raise ScenarioError(
+            "workload.arrival_rate_per_h", None, f"{arrivals} arrivals need a rate or a load"
+        )
+    if arrivals == "batch" and (rate is not None or "load" in w):
+        raise ScenarioError(
+            "workload.arrivals", arrivals, "batch arrivals take no arrival_rate_per_h or load"
+        )
+    if "load" in w and rate is not None:
+        raise ScenarioError("workload.load", w["load"], "give a load or a rate, not both")
+    horizon = None
+    if "horizon_h" in w:
+        horizon = require_float("workload.horizon_h", w["horizon_h"], positive=True)
     return WorkloadRule(
         n_jobs=n,
         models=_how("workload.models", w.get("models", "cycle"), model_names),
         datasets=_how("workload.datasets", w.get("datasets", "random"), dataset_names),
         submit_h=require_float("workload.submit_h", w.get("submit_h", 0.0), minimum=0.0),
         rate=rate,
+        arrivals=str(arrivals),
+        horizon_h=horizon,
     )
 
 
-def _how(field: str, how: Any, names: list[str]) -> str:
+def _how(field: str, how: Any, names: list[str]) -> Draw:
     if how in ("cycle", "random") or (isinstance(how, str) and how in names):
         return str(how)
-    raise ScenarioError(field, how, f"must be 'cycle', 'random' or one of: {', '.join(names)}")
+    if isinstance(how, Mapping) and how:
+        for name in how:
+            _choice(f"{field}.{name}", name, dict.fromkeys(names), field.split(".")[-1][:-1])
+        weights = [require_float(f"{field}.{k}", v, minimum=0.0) for k, v in how.items()]
+        total = math.fsum(weights)
+        if total <= 0:
+            raise ScenarioError(field, dict(how), "needs a positive weight")
+        return tuple(how), tuple(x / total for x in weights)
+    raise ScenarioError(
+        field,
+        how,
+        f"must be 'cycle', 'random', a {{name: weight}} table or one of: {', '.join(names)}",
+    )
 
 
-def _pick(how: str, names: list[str], n: int, rng: np.random.Generator) -> list[str]:
+def _weights(how: Draw, names: list[str]) -> list[tuple[str, float]]:
+    """The probability of each name under a draw rule (``cycle`` counts as uniform)."""
+    if isinstance(how, tuple):
+        return [(n, p) for n, p in zip(*how) if p > 0]
+    if how in ("cycle", "random"):
+        return [(n, 1.0 / len(names)) for n in names]
+    return [(how, 1.0)]
+
+
+def _pick(how: Draw, names: list[str], n: int, rng: np.random.Generator) -> list[str]:
+    if isinstance(how, tuple):
+        chosen, probs = how
+        return [chosen[i] for i in rng.choice(len(chosen), size=n, p=probs).tolist()]
     if how == "cycle":
         return [names[i % len(names)] for i in range(n)]
     if how == "random":

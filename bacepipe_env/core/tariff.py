@@ -1,0 +1,257 @@
+"""What running a GPU costs and emits over time: electricity prices, grid carbon intensity and
+cross-region egress (SPEC section 10).
+
+A :class:`Tariff` gives every region a price ($/kWh) and a carbon intensity (gCO2e/kWh) as
+functions of simulated time, and optionally an egress price per directed region pair ($/GB).
+
+- ``flat`` (the paper scenarios' default): each region's Table II price ``P_r`` and one carbon
+  figure for its country, constant in time. A job's cost is Eq. (4) unchanged.
+- ``hourly``: ``price_r(t) = P_r + (w_r(h) - mean(w_r)) / 1000`` $/kWh, with ``w_r`` the region's
+  market zone's 2023 wholesale price (USD/MWh) and ``h = floor(t / 3600 + start_hour) mod
+  8760``; the carbon intensity is the zone's hourly life-cycle figure. Table II stays each
+  region's mean; the wholesale series adds its hour-to-hour movement (and can make an hour's
+  price negative, as real markets do). The series wraps from the last hour of 2023 to the first.
+
+Cost and carbon are integrals over a job's execution: ``cost = power_kw * sum_r n_r *
+integral(price_r dt)`` (t in hours) and the same with the carbon intensity for emissions, in
+grams, reported in kg. The series ships in ``bacepipe_env/data/hourly-price-carbon-2023.csv``
+(derived from HewlettPackard/sustain-cluster, MIT; prices from ENTSO-E, PJM, JEPX, EMC
+Singapore, AEMO and the GB day-ahead market; carbon from Electricity Maps).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from ..errors import ScenarioError
+from .validate import require_float
+
+__all__ = [
+    "DEFAULT_EGRESS_USD_PER_GB",
+    "HOURS_PER_YEAR",
+    "PRICE_MODELS",
+    "HourlySeries",
+    "Tariff",
+    "hourly_series",
+]
+
+PRICE_MODELS = ("flat", "hourly")
+HOURS_PER_YEAR = 8760
+#: AWS's charge for data sent between most of its US and EU regions ($/GB).
+DEFAULT_EGRESS_USD_PER_GB = 0.02
+
+_SERIES_FILE = "data/hourly-price-carbon-2023.csv"
+
+
+@dataclass(frozen=True, eq=False)
+class HourlySeries:
+    """The shipped hourly series: ``price[z, h]`` USD/MWh and ``carbon[z, h]`` gCO2e/kWh for
+    each zone ``z`` (named after the paper's region it holds) and hour ``h`` of 2023, UTC."""
+
+    zones: tuple[str, ...]
+    price: np.ndarray  # (Z, 8760) USD/MWh
+    carbon: np.ndarray  # (Z, 8760) gCO2e/kWh
+
+    def zone(self, name: str) -> int:
+        """Index of zone ``name``; a ScenarioError lists the known zones otherwise."""
+        if name not in self.zones:
+            raise ScenarioError(
+                "price_zone",
+                name,
+                f"no hourly series for this zone; zones: {', '.join(self.zones)}",
+            )
+        return self.zones.index(name)
+
+
+@lru_cache(maxsize=1)
+def hourly_series() -> HourlySeries:
+    """The hourly 2023 price and carbon series shipped with the package, read once."""
+    text = resources.files("bacepipe_env").joinpath(_SERIES_FILE).read_text("utf-8")
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    header = lines[0].split(",")
+    data = np.array([[float(x) for x in line.split(",")[1:]] for line in lines[1:]])
+    zones = tuple(h.removesuffix("_usd_per_mwh") for h in header[1:] if h.endswith("_usd_per_mwh"))
+    z = len(zones)
+    if data.shape != (HOURS_PER_YEAR, 2 * z):  # a packaging defect, not a user error
+        raise RuntimeError(f"{_SERIES_FILE}: expected {HOURS_PER_YEAR} x {2 * z} values")
+    price, carbon = data[:, :z].T.copy(), data[:, z:].T.copy()
+    price.setflags(write=False)
+    carbon.setflags(write=False)
+    return HourlySeries(zones, price, carbon)
+
+
+class _Integrator:
+    """O(1) integrals of one hourly step function, repeated every year: ``values[h]`` holds
+    over ``[h, h + 1)`` hours. ``integral(x0, x1)`` is the integral over ``[x0, x1]`` (hours)."""
+
+    __slots__ = ("_cum", "_total", "_values")
+
+    def __init__(self, values: np.ndarray) -> None:
+        self._values = values.tolist()
+        cum = np.concatenate(([0.0], np.cumsum(values)))
+        self._cum = cum.tolist()
+        self._total = float(cum[-1])
+
+    def at(self, x: float) -> float:
+        """The value at ``x`` hours."""
+        return float(self._values[math.floor(x) % HOURS_PER_YEAR])
+
+    def antiderivative(self, x: float) -> float:
+        """The integral from 0 to ``x`` hours."""
+        years = math.floor(x / HOURS_PER_YEAR)
+        rest = x - years * HOURS_PER_YEAR
+        h = min(int(rest), HOURS_PER_YEAR - 1)
+        return float(years * self._total + self._cum[h] + (rest - h) * self._values[h])
+
+    def integral(self, x0: float, x1: float) -> float:
+        """The integral over ``[x0, x1]`` hours."""
+        return self.antiderivative(x1) - self.antiderivative(x0)
+
+
+@lru_cache(maxsize=64)
+def _integrators(zones: tuple[str, ...]) -> tuple[tuple[_Integrator, _Integrator], ...]:
+    """Per zone: (price deviation in $/kWh, carbon in g/kWh) integrators, shared by every
+    tariff over those zones."""
+    series = hourly_series()
+    out = []
+    for name in zones:
+        z = series.zone(name)
+        w = series.price[z]
+        deviation = (w - w.mean()) / 1000.0  # USD/MWh -> $/kWh, around the annual mean
+        out.append((_Integrator(deviation), _Integrator(series.carbon[z])))
+    return tuple(out)
+
+
+class Tariff:
+    """Electricity price, carbon intensity and egress price per region over time.
+
+    Args:
+        prices: ``P_r`` per region ($/kWh), the scenario's (Table II) rates.
+        carbon: per region, the constant carbon intensity (gCO2e/kWh) the ``flat`` model uses.
+        model: ``"flat"`` or ``"hourly"`` (see the module docs).
+        start_hour: the hour of 2023 (UTC) that simulated time 0 falls on, in ``[0, 8760)``.
+        zones: per region, the market zone of the hourly series (default: the region's name,
+            which the paper's six regions have); ``hourly`` only.
+        egress_usd_per_gb: ``None`` (no egress charge, the default), one $/GB figure for every
+            directed pair, or a K x K matrix (row = sending region).
+    """
+
+    def __init__(
+        self,
+        prices: Sequence[float],
+        carbon: Sequence[float],
+        *,
+        model: str = "flat",
+        start_hour: float = 0.0,
+        zones: Sequence[str] | None = None,
+        egress_usd_per_gb: float | Sequence[Sequence[float]] | None = None,
+    ) -> None:
+        if model not in PRICE_MODELS:
+            raise ScenarioError(
+                "prices", model, f"unknown price model; choose from: {', '.join(PRICE_MODELS)}"
+            )
+        k = len(prices)
+        if len(carbon) != k:
+            raise ScenarioError("carbon", list(carbon), f"needs one value per region ({k})")
+        self.model = model
+        self.prices = tuple(float(p) for p in prices)
+        self.carbon = tuple(
+            require_float(f"carbon[{i}]", c, minimum=0.0) for i, c in enumerate(carbon)
+        )
+        self.start_hour = require_float("start_hour", start_hour, minimum=0.0)
+        if self.start_hour >= HOURS_PER_YEAR:
+            raise ScenarioError(
+                "start_hour", start_hour, f"must be in [0, {HOURS_PER_YEAR}) (an hour of 2023)"
+            )
+        self.flat = model == "flat"
+        self.zones: tuple[str, ...] = ()
+        self._terms: tuple[tuple[_Integrator, _Integrator], ...] = ()
+        if not self.flat:
+            names = tuple(zones) if zones is not None else ()
+            if len(names) != k:
+                raise ScenarioError("zones", list(names), f"needs one zone per region ({k})")
+            self.zones = names
+            self._terms = _integrators(names)
+        self.egress = _egress_matrix(egress_usd_per_gb, k)
+
+    @property
+    def n_regions(self) -> int:
+        """Regions the tariff covers."""
+        return len(self.prices)
+
+    def _hours(self, t: float) -> float:
+        return t / 3600.0 + self.start_hour
+
+    def price_at(self, region: int, t: float) -> float:
+        """Electricity price of ``region`` at time ``t`` seconds ($/kWh)."""
+        if self.flat:
+            return self.prices[region]
+        return self.prices[region] + self._terms[region][0].at(self._hours(t))
+
+    def carbon_at(self, region: int, t: float) -> float:
+        """Grid carbon intensity of ``region`` at time ``t`` seconds (gCO2e/kWh)."""
+        if self.flat:
+            return self.carbon[region]
+        return self._terms[region][1].at(self._hours(t))
+
+    def price_hours(self, region: int, t0: float, t1: float) -> float:
+        """``integral of price_r(t) dt`` over ``[t0, t1]`` seconds, t in hours ($/kWh * h)."""
+        base = self.prices[region] * (t1 - t0) / 3600.0
+        if self.flat:
+            return base
+        return base + self._terms[region][0].integral(self._hours(t0), self._hours(t1))
+
+    def carbon_hours(self, region: int, t0: float, t1: float) -> float:
+        """``integral of carbon_r(t) dt`` over ``[t0, t1]`` seconds, t in hours (g/kWh * h)."""
+        if self.flat:
+            return self.carbon[region] * (t1 - t0) / 3600.0
+        return self._terms[region][1].integral(self._hours(t0), self._hours(t1))
+
+    def egress_cost(self, path: Sequence[int], bytes_each_way: float) -> float:
+        """Egress charge ($) for ``bytes_each_way`` sent forward over every cross-region hop of
+        ``path`` and as many back (activations forward, gradients back); 0 without egress."""
+        if self.egress is None or len(path) < 2:
+            return 0.0
+        e = self.egress
+        per_gb = math.fsum(e[u][v] + e[v][u] for u, v in itertools.pairwise(path))
+        return per_gb * bytes_each_way / 1e9
+
+    def describe(self) -> dict[str, object]:
+        """A JSON-ready summary: the model, the start hour, the zones and the egress setting."""
+        out: dict[str, object] = {"prices": self.model, "start_hour": self.start_hour}
+        if not self.flat:
+            out["zones"] = list(self.zones)
+        out["egress"] = self.egress is not None
+        return out
+
+
+def _egress_matrix(
+    value: float | Sequence[Sequence[float]] | None, k: int
+) -> tuple[tuple[float, ...], ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        per_gb = require_float("egress_usd_per_gb", value, minimum=0.0)
+        return tuple(tuple(0.0 if u == v else per_gb for v in range(k)) for u in range(k))
+    try:
+        rows = np.asarray(value, dtype=object)
+    except ValueError:  # ragged rows
+        rows = np.zeros(0)
+    if rows.shape != (k, k):
+        raise ScenarioError(
+            "egress_usd_per_gb", value, f"must be a number or a {k} x {k} matrix ($/GB)"
+        )
+    return tuple(
+        tuple(
+            0.0 if u == v else require_float(f"egress_usd_per_gb[{u}][{v}]", rows[u, v], minimum=0)
+            for v in range(k)
+        )
+        for u in range(k)
+    )

@@ -39,13 +39,23 @@ class RunSpec:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """The totals of one run, in the units tables show (hours, dollars)."""
+    """The totals of one run, in the units tables show (hours, dollars, kg CO2e).
+
+    ``total_cost_usd`` is the electricity (Eq. 8); ``egress_usd`` the cross-region traffic,
+    0 unless the scenario's tariff charges it (SPEC section 10)."""
 
     spec: RunSpec
     avg_jct_h: float
     total_cost_usd: float
     makespan_h: float
     gpu_utilization: float
+    carbon_kg: float = 0.0
+    egress_usd: float = 0.0
+    jct_p50_h: float = 0.0
+    jct_p95_h: float = 0.0
+    jct_p99_h: float = 0.0
+    mean_slowdown: float = 1.0
+    n_jobs: int = 0
 
     def row(self) -> dict[str, Any]:
         """A flat dict for CSV/JSON."""
@@ -59,6 +69,13 @@ class RunSummary:
             "total_cost_usd": self.total_cost_usd,
             "makespan_h": self.makespan_h,
             "gpu_utilization": self.gpu_utilization,
+            "carbon_kg": self.carbon_kg,
+            "egress_usd": self.egress_usd,
+            "jct_p50_h": self.jct_p50_h,
+            "jct_p95_h": self.jct_p95_h,
+            "jct_p99_h": self.jct_p99_h,
+            "mean_slowdown": self.mean_slowdown,
+            "n_jobs": self.n_jobs,
         }
 
 
@@ -90,6 +107,13 @@ def run_one(spec: RunSpec) -> RunSummary:
         result.total_cost,
         hours(result.makespan),
         result.gpu_utilization,
+        result.total_carbon,
+        result.total_egress_cost,
+        hours(result.jct_p50),
+        hours(result.jct_p95),
+        hours(result.jct_p99),
+        result.mean_slowdown,
+        len(result.records),
     )
 
 

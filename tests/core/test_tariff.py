@@ -1,0 +1,233 @@
+"""Hourly prices, carbon and egress (SPEC section 10), worked out by hand.
+
+The hourly values below are read from the shipped CSV with the csv module in this file, not
+through the code under test. The job used throughout is the golden ``M2`` of
+test_simulator_golden.py: 3e12 parameters, 2 layers, hidden 5e8, batch 4, S = m = 1, 1 TFLOP/s,
+mfu 1, so t_comp(2) = 3 s and A = 1e9 bytes (M = 4); with every hop at 8 Gbps = 1e9 B/s (1 s),
+t_iter(2) = (1 + 2 * 3 + 3 * 3) * 2 = 32 s and 225 iterations give E = 7,200 s = 2 h on 2 GPUs,
+whether the one hop is inside a region or between two.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from bacepipe_env.core import Placement, Simulator
+from bacepipe_env.core.tariff import Tariff
+from bacepipe_env.errors import ScenarioError
+from bacepipe_env.policies import bace_pipe
+from bacepipe_env.scenarios import build_scenario, load_scenario
+
+POWER_KW = 0.5
+CONSTANTS = {"seq_len": 1, "micro_batch": 1, "peak_tflops": 1.0, "mfu": 1.0, "power_kw": POWER_KW}
+M2 = {"name": "M2", "params": 3e12, "layers": 2, "hidden": 500_000_000, "batch": 4}
+
+
+def _series() -> dict[str, list[float]]:
+    """Column name -> the 8,760 hourly values, straight from the CSV."""
+    text = resources.files("bacepipe_env").joinpath("data/hourly-price-carbon-2023.csv")
+    rows = [r for r in text.read_text("utf-8").splitlines() if not r.startswith("#")]
+    table = list(csv.DictReader(io.StringIO("\n".join(rows))))
+    assert len(table) == 8760
+    return {k: [float(r[k]) for r in table] for k in table[0] if k != "utc"}
+
+
+SERIES = _series()
+
+
+def _scenario(regions: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
+    return {
+        "name": "tariff-golden",
+        "ignore_memory": True,  # 3e12 parameters fit in no 48 GB GPU
+        "constants": CONSTANTS,
+        "regions": regions,
+        "links": {"rule": "mean"},
+        "models": [M2],
+        "datasets": [{"name": "D", "samples": 900}],
+        "jobs": [{"name": "j", "model": "M2", "dataset": "D"}],
+        **top,
+    }
+
+
+def _region(name: str, gpus: int, price: float, carbon: float = 0.0) -> dict[str, Any]:
+    return {
+        "name": name,
+        "gpus": gpus,
+        "price_usd_per_kwh": price,
+        "bandwidth_gbps": 8,
+        "carbon_g_per_kwh": carbon,
+    }
+
+
+def test_a_job_across_the_year_boundary_costs_the_hand_integral() -> None:
+    # One region, EU-West (zone GB), 2 GPUs at the Table II rate 0.251 $/kWh. The job starts at
+    # t = 0 with start_hour = 8758.5 and runs E = 2 h: hours 8758.5-8759 (half of 2023-12-31
+    # 22:00), 8759-8760 (all of 23:00), then the series wraps to 8760-8760.5 = half of hour 0
+    # (2023-01-01 00:00).
+    spec = _scenario([_region("EU-West", 2, 0.251)], prices="hourly", start_hour=8758.5)
+    res = bace_pipe().simulate(build_scenario(spec))
+    (rec,) = res.records
+    assert rec.placement == Placement((0,), (2,))
+    assert rec.execution == pytest.approx(7200.0, rel=1e-12)
+
+    w = SERIES["EU-West_usd_per_mwh"]
+    assert (w[8758], w[8759], w[0]) == (95.44, 80.87, 63.40)  # the rows as printed in the CSV
+    mean = math.fsum(w) / 8760  # about 116.63 USD/MWh
+
+    def price(h: int) -> float:  # $/kWh: Table II plus the hour's wholesale deviation
+        return 0.251 + (w[h] - mean) / 1000
+
+    # cost = power * GPUs * integral of price dt (t in hours)
+    integral = 0.5 * price(8758) + 1.0 * price(8759) + 0.5 * price(0)
+    assert rec.cost == pytest.approx(POWER_KW * 2 * integral, rel=1e-12)
+    # about 0.5 * 2 * (0.251 * 2 + (0.5 * 95.44 + 80.87 + 0.5 * 63.40 - 2 * 116.63) / 1000)
+    assert rec.cost == pytest.approx(0.5 * 2 * (0.502 + (160.29 - 233.26) / 1000), rel=1e-3)
+
+    c = SERIES["EU-West_gco2_per_kwh"]
+    assert (c[8758], c[8759], c[0]) == (94.51, 95.02, 91.44)
+    # kg = power * GPUs * (g/kWh * h) / 1000 = 0.5 * 2 * (47.255 + 95.02 + 45.72) / 1000
+    assert rec.carbon == pytest.approx(0.187995, rel=1e-12)
+    assert res.total_carbon == rec.carbon
+    assert res.start_hour == 8758.5 and res.prices == "hourly"
+
+
+def test_flat_prices_are_eq4_and_carbon_the_flat_intensity() -> None:
+    spec = _scenario([_region("EU-West", 2, 0.251, carbon=290.805)])
+    (rec,) = bace_pipe().simulate(build_scenario(spec)).records
+    assert rec.cost == pytest.approx(2.0 * 0.251 * 2 * POWER_KW, rel=1e-12)  # E h * sum nP * kW
+    assert rec.carbon == pytest.approx(2.0 * 290.805 * 2 * POWER_KW / 1000, rel=1e-12)
+
+
+def test_price_zone_maps_a_custom_region_to_a_series() -> None:
+    # "Dublin" has no series of its own; price_zone borrows EU-West's. Same integral as above.
+    here = _region("Dublin", 2, 0.251) | {"price_zone": "EU-West"}
+    ours = bace_pipe().simulate(
+        build_scenario(_scenario([here], prices="hourly", start_hour=8758.5))
+    )
+    ref = _region("EU-West", 2, 0.251)
+    theirs = bace_pipe().simulate(
+        build_scenario(_scenario([ref], prices="hourly", start_hour=8758.5))
+    )
+    assert ours.records[0].cost == theirs.records[0].cost
+    assert ours.records[0].carbon == theirs.records[0].carbon
+
+
+def test_a_job_on_two_regions_integrates_each_regions_series() -> None:
+    # One GPU in EU-West (GB) and one in EU-Central (DE-LU), start at hour 100 of 2023: the job
+    # runs exactly hours 100 and 101. Cost = 0.5 kW * sum over the two GPUs and two hours.
+    regions = [_region("EU-West", 1, 0.251), _region("EU-Central", 1, 0.288)]
+    scenario = build_scenario(_scenario(regions, prices="hourly", start_hour=100))
+    sim = Simulator(scenario, bace_pipe().placement)
+    (job,) = sim.next_decision() or ()
+    sim.place(job, Placement((0, 1), (1, 1)))
+    while sim.next_decision() is not None:
+        pass
+    res = sim.result("explicit")
+    (rec,) = res.records
+    assert rec.execution == pytest.approx(7200.0, rel=1e-12)
+    total = 0.0
+    carbon = 0.0
+    for zone, rate in (("EU-West", 0.251), ("EU-Central", 0.288)):
+        w = SERIES[f"{zone}_usd_per_mwh"]
+        mean = math.fsum(w) / 8760
+        total += sum(rate + (w[h] - mean) / 1000 for h in (100, 101))
+        carbon += sum(SERIES[f"{zone}_gco2_per_kwh"][h] for h in (100, 101))
+    assert rec.cost == pytest.approx(POWER_KW * total, rel=1e-12)
+    assert rec.carbon == pytest.approx(POWER_KW * carbon / 1000, rel=1e-12)
+    # the accrued totals the environment's reward reads add up to the same figures
+    assert sim.cost_accrued == pytest.approx(rec.cost, rel=1e-12)
+    assert sim.carbon_accrued == pytest.approx(rec.carbon, rel=1e-12)
+
+
+def test_egress_is_charged_on_both_directions_of_each_cross_region_hop() -> None:
+    # J on EU-West:1 -> US-East-2:1, one cross-region boundary. Each iteration sends M * A =
+    # 4 * 1e9 bytes forward (activations, EU-West -> US-East-2) and as many back (gradients):
+    # 225 iterations * 4e9 B * (0.02 + 0.02) $/GB / 1e9 B/GB = $36.
+    regions = [_region("EU-West", 1, 0.251), _region("US-East-2", 1, 0.156)]
+    for egress, expected in ((None, 0.0), (0.02, 36.0), (True, 36.0)):
+        top = {} if egress is None else {"egress_usd_per_gb": egress}
+        sim = Simulator(build_scenario(_scenario(regions, **top)), bace_pipe().placement)
+        (job,) = sim.next_decision() or ()
+        sim.place(job, Placement((0, 1), (1, 1)))
+        while sim.next_decision() is not None:
+            pass
+        res = sim.result("explicit")
+        assert res.records[0].egress_cost == pytest.approx(expected, rel=1e-12)
+        assert res.total_egress_cost == pytest.approx(expected, rel=1e-12)
+        assert res.egress is (egress is not None)
+        # electricity is unchanged: 2 h * (0.251 + 0.156) * 0.5 kW
+        assert res.total_cost == pytest.approx(2 * 0.407 * POWER_KW, rel=1e-12)
+        assert sim.cost_accrued == pytest.approx(res.total_cost + expected, rel=1e-12)
+
+
+def test_asymmetric_egress_matrix_bills_each_direction_at_its_rate() -> None:
+    # forward EU-West -> US-East-2 at $0.05/GB, back at $0.01/GB: 225 * 4 * (0.05 + 0.01) = $54
+    regions = [_region("EU-West", 1, 0.251), _region("US-East-2", 1, 0.156)]
+    spec = _scenario(regions, egress_usd_per_gb=[[0, 0.05], [0.01, 0]])
+    sim = Simulator(build_scenario(spec), bace_pipe().placement)
+    (job,) = sim.next_decision() or ()
+    sim.place(job, Placement((0, 1), (1, 1)))
+    while sim.next_decision() is not None:
+        pass
+    assert sim.result().records[0].egress_cost == pytest.approx(54.0, rel=1e-12)
+
+
+def test_single_region_jobs_pay_no_egress() -> None:
+    spec = _scenario([_region("EU-West", 2, 0.251)], egress_usd_per_gb=0.02)
+    assert bace_pipe().simulate(build_scenario(spec)).total_egress_cost == 0.0
+
+
+def test_paper_scenario_default_is_flat_with_country_carbon() -> None:
+    scenario = load_scenario("paper")
+    assert scenario.tariff.model == "flat" and scenario.tariff.egress is None
+    assert scenario.cluster.carbon == (290.805, 369.473, 380.95, 485.392, 470.783, 548.692)
+    res = bace_pipe().simulate(scenario)
+    power = scenario.cluster.power_kw
+    for r in res.records:  # carbon = E h * sum n_r c_r * kW / 1000, region by region
+        by_region = sum(
+            g * scenario.cluster.carbon[reg] for reg, g in zip(r.placement.path, r.placement.gpus)
+        )
+        assert r.carbon == pytest.approx(r.execution / 3600 * by_region * power / 1000, rel=1e-12)
+
+
+def test_tariff_price_and_carbon_at_an_instant() -> None:
+    t = Tariff([0.251], [0.0], model="hourly", start_hour=8759, zones=["EU-West"])
+    w = SERIES["EU-West_usd_per_mwh"]
+    mean = math.fsum(w) / 8760
+    assert t.price_at(0, 0.0) == pytest.approx(0.251 + (w[8759] - mean) / 1000, rel=1e-12)
+    assert t.price_at(0, 3600.0) == pytest.approx(0.251 + (w[0] - mean) / 1000, rel=1e-12)
+    assert t.carbon_at(0, 3599.0) == SERIES["EU-West_gco2_per_kwh"][8759]
+    # a whole year of deviations integrates to zero: Table II stays the annual mean
+    assert t.price_hours(0, 0.0, 8760 * 3600.0) == pytest.approx(0.251 * 8760, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("top", "field"),
+    [
+        ({"prices": "hourly", "start_hour": 8760}, "start_hour"),
+        ({"prices": "hourly", "start_hour": -1}, "start_hour"),
+        ({"prices": "hourly", "start_hour": "noon"}, "start_hour"),
+        ({"prices": "monthly"}, "prices"),
+        ({"egress_usd_per_gb": -0.02}, "egress_usd_per_gb"),
+        ({"egress_usd_per_gb": [[0, 1]]}, "egress_usd_per_gb"),
+    ],
+)
+def test_bad_tariff_fields_are_one_line_errors(top: dict[str, Any], field: str) -> None:
+    spec = _scenario([_region("EU-West", 2, 0.251)], **top)
+    with pytest.raises(ScenarioError) as err:
+        build_scenario(spec)
+    assert field in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_region_without_a_series_is_a_one_line_error_under_hourly_prices() -> None:
+    spec = _scenario([_region("Mars-1", 2, 0.2)], prices="hourly")
+    with pytest.raises(ScenarioError, match="price_zone.*zones: EU-West") as err:
+        build_scenario(spec)
+    assert "\n" not in str(err.value)
+    build_scenario(_scenario([_region("Mars-1", 2, 0.2)]))  # flat prices need no series

@@ -227,7 +227,7 @@ def test_bad_tariff_fields_are_one_line_errors(top: dict[str, Any], field: str) 
 
 def test_a_region_without_a_series_is_a_one_line_error_under_hourly_prices() -> None:
     spec = _scenario([_region("Mars-1", 2, 0.2)], prices="hourly")
-    with pytest.raises(ScenarioError, match="price_zone.*zones: EU-West") as err:
+    with pytest.raises(ScenarioError, match=r"price_zone.*zones: EU-West") as err:
         build_scenario(spec)
     assert "\n" not in str(err.value)
     build_scenario(_scenario([_region("Mars-1", 2, 0.2)]))  # flat prices need no series

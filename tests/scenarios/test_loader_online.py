@@ -92,11 +92,11 @@ def test_bad_workloads_are_one_line_errors(workload: dict[str, Any], field: str)
 
 
 def test_load_override_needs_an_online_workload() -> None:
-    with pytest.raises(ScenarioError, match="^load: needs a workload with poisson or philly"):
+    with pytest.raises(ScenarioError, match=r"^load: needs a workload with poisson or philly"):
         load_scenario("paper", load=0.5)
-    with pytest.raises(ScenarioError, match="^load: must be > 0"):
+    with pytest.raises(ScenarioError, match=r"^load: must be > 0"):
         load_scenario("online", load=-1.0)
-    with pytest.raises(ScenarioError, match="^start_hour"):
+    with pytest.raises(ScenarioError, match=r"^start_hour"):
         load_scenario("paper", prices="hourly", start_hour=9000)
-    with pytest.raises(ScenarioError, match="^prices"):
+    with pytest.raises(ScenarioError, match=r"^prices"):
         load_scenario("paper", prices="weekly")

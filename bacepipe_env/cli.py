@@ -1,22 +1,26 @@
 """The ``bacepipe`` command.
 
 ``bacepipe simulate --scenario paper`` runs BACE-Pipe on a scenario and prints a per-job table
-and the run's totals in hours and dollars. Every input error prints one line and exits 2.
+and the run's totals in hours, dollars and kg CO2e. Every input error prints one line and exits
+2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__
 from .core.admission import ADMISSION_RULES
 from .core.simulator import RunResult
+from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
 from .errors import BacepipeError, ValidationError
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
@@ -34,6 +38,9 @@ from .policies.registry import (
 from .scenarios import list_scenarios, load_scenario
 
 __all__ = ["format_run", "main"]
+
+#: ``bacepipe online``'s default offered loads.
+ONLINE_LOADS = (0.4, 0.6, 0.8, 1.0, 1.2)
 
 
 def _positive_float(text: str) -> float:
@@ -89,6 +96,37 @@ def _parser() -> argparse.ArgumentParser:
             help="the paper's literal semantics: start jobs on placements that do not fit in "
             "GPU memory",
         )
+        p.add_argument(
+            "--prices",
+            default=None,
+            metavar="MODEL",
+            help=f"electricity prices and carbon: {' or '.join(PRICE_MODELS)} (2023 hourly "
+            "wholesale movement around each region's price; default: the scenario's)",
+        )
+        p.add_argument(
+            "--start-hour",
+            default=None,
+            metavar="H",
+            help=f"the hour of 2023 (UTC) that time 0 falls on, 0 <= H < {HOURS_PER_YEAR}, or "
+            "'random' (drawn from each seed); matters under hourly prices (default: the "
+            "scenario's)",
+        )
+        p.add_argument(
+            "--egress",
+            nargs="?",
+            const=DEFAULT_EGRESS_USD_PER_GB,
+            default=None,
+            metavar="USD_PER_GB",
+            help="charge cross-region traffic at USD_PER_GB each way (bare flag: "
+            f"{DEFAULT_EGRESS_USD_PER_GB}, AWS inter-region; default: the scenario's, off)",
+        )
+        p.add_argument(
+            "--load",
+            default=None,
+            metavar="X",
+            help="offered load of an online workload (poisson or philly arrivals): the arrival "
+            "rate that keeps this fraction of the GPUs busy (default: the scenario's)",
+        )
 
     sim = sub.add_parser("simulate", help="run a policy (BACE-Pipe) on a scenario, print every job")
     sim.add_argument(
@@ -143,12 +181,13 @@ def _parser() -> argparse.ArgumentParser:
         help="also write the full result as JSON to OUT ('-' for stdout)",
     )
 
-    def seeds_and_workers(p: argparse.ArgumentParser) -> None:
+    def seeds_and_workers(p: argparse.ArgumentParser, default_seeds: int = 10) -> None:
         p.add_argument(
             "--seeds",
-            default="10",
+            default=str(default_seeds),
             metavar="N|LIST",
-            help="a count N (seeds 0..N-1), a list '0,3,7' or a range '0-9' (default 10)",
+            help="a count N (seeds 0..N-1), a list '0,3,7' or a range '0-9' "
+            f"(default {default_seeds})",
         )
         p.add_argument(
             "--workers",
@@ -217,6 +256,35 @@ def _parser() -> argparse.ArgumentParser:
         help="output directory (default out/reproduce; `--out docs` regenerates the docs)",
     )
     seeds_and_workers(rep)
+    onl = sub.add_parser(
+        "online",
+        help="policies on the online world (Philly-trace arrivals, hourly 2023 prices and "
+        "carbon) at several offered loads: DIR/online.md and charts in DIR/img/",
+    )
+    onl.add_argument(
+        "--out", default="out/online", metavar="DIR", help="output directory (default out/online)"
+    )
+    seeds_and_workers(onl, default_seeds=5)
+    onl.add_argument(
+        "--loads",
+        default=",".join(map(str, ONLINE_LOADS)),
+        metavar="LIST",
+        help=f"comma-separated offered loads > 0 (default {','.join(map(str, ONLINE_LOADS))})",
+    )
+    onl.add_argument(
+        "--jobs",
+        type=_int_at_least(1),
+        default=500,
+        metavar="N",
+        help="jobs per episode (default 500)",
+    )
+    onl.add_argument(
+        "--policies",
+        default=None,
+        metavar="LIST",
+        help="comma-separated policy names or 'all' (default: the online experiment's own "
+        "set, BACE-Pipe and the paper's baselines among them)",
+    )
     # Listed for --help only: main() hands `bacepipe train ...` to the training command as is.
     sub.add_parser(
         "train",
@@ -257,9 +325,16 @@ def _train(argv: Sequence[str]) -> int:
     return int(command(rest, prog=f"bacepipe train {name}"))
 
 
+def _hour_of_2023(hour: float) -> str:
+    """Hour ``hour`` of 2023 as a UTC date and time, e.g. ``Jan 05 04:00 UTC``."""
+    when = datetime(2023, 1, 1, tzinfo=timezone.utc) + timedelta(hours=hour)
+    return when.strftime("%b %d %H:%M UTC")
+
+
 def format_run(result: RunResult, names: Sequence[str]) -> str:
-    """The per-job table and the totals, in hours and dollars."""
-    head = (
+    """The per-job table and the totals, in hours, dollars and kg CO2e (an ``egress $`` column
+    and total when the run charged egress)."""
+    head = [
         "job",
         "model",
         "dataset",
@@ -271,9 +346,13 @@ def format_run(result: RunResult, names: Sequence[str]) -> str:
         "exec h",
         "JCT h",
         "cost $",
-    )
-    rows = [
-        (
+        "carbon kg",
+    ]
+    if result.egress:
+        head.append("egress $")
+    rows = []
+    for r in result.records:
+        row = [
             r.name,
             r.model,
             r.dataset,
@@ -285,36 +364,78 @@ def format_run(result: RunResult, names: Sequence[str]) -> str:
             f"{hours(r.execution):.2f}",
             f"{hours(r.jct):.2f}",
             f"{r.cost:,.2f}",
-        )
-        for r in result.records
-    ]
+            f"{r.carbon:,.2f}",
+        ]
+        if result.egress:
+            row.append(f"{r.egress_cost:,.2f}")
+        rows.append(row)
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
-    numeric = {3, 4, 5, 7, 8, 9, 10}
+    text = {0, 1, 2, 6}  # the other columns are numbers, right-aligned
 
     def line(cells: Sequence[str]) -> str:
         return "  ".join(
-            c.rjust(w) if i in numeric else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths))
+            c.ljust(w) if i in text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
         ).rstrip()
 
     out = [line(head), line(["-" * w for w in widths])]
     out += [line(row) for row in rows]
     out.append("")
     memory = "memory ignored" if result.ignore_memory else "memory checked"
+    tariff = "flat prices"  # constant in time: no start hour to report
+    if result.prices != "flat":
+        tariff = (
+            f"{result.prices} prices from hour {result.start_hour:g} of 2023 "
+            f"({_hour_of_2023(result.start_hour)})"
+        )
+    if result.egress:
+        tariff += ", egress charged"
     out.append(
         f"scenario {result.scenario}, policy {result.policy}, {len(rows)} jobs, "
-        f"{result.admission} admission, {memory}"
+        f"{result.admission} admission, {memory}, {tariff}"
     )
     out.append(f"  average JCT      {hours(result.avg_jct):12.2f} h")
+    out.append(f"  JCT p50          {hours(result.jct_p50):12.2f} h")
+    out.append(f"  JCT p95          {hours(result.jct_p95):12.2f} h")
+    out.append(f"  JCT p99          {hours(result.jct_p99):12.2f} h")
+    out.append(f"  mean slowdown    {result.mean_slowdown:12.2f} x")
     out.append(f"  total cost       {result.total_cost:12,.2f} $")
+    if result.egress:
+        out.append(f"  egress cost      {result.total_egress_cost:12,.2f} $")
+    out.append(f"  total carbon     {result.total_carbon:12,.2f} kg CO2e")
     out.append(f"  makespan         {hours(result.makespan):12.2f} h")
     out.append(f"  GPU utilisation  {100 * result.gpu_utilization:12.1f} %")
     return "\n".join(out)
 
 
+def _finite_positive(flag: str, value: Any, unit: str = "") -> float:
+    """A flag's value as a finite number > 0, or a ValidationError naming the flag."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise ValidationError(flag, value, f"must be a finite number > 0{unit}")
+    return number
+
+
+def _start_hour(text: str) -> float | str:
+    """``--start-hour``: ``random`` or an hour of 2023 in [0, 8760)."""
+    if text.strip() == "random":
+        return "random"
+    reason = f"must be an hour of 2023, 0 <= H < {HOURS_PER_YEAR}, or 'random'"
+    try:
+        hour = float(text)
+    except ValueError:
+        raise ValidationError("--start-hour", text, reason) from None
+    if not 0 <= hour < HOURS_PER_YEAR:  # also NaN
+        raise ValidationError("--start-hour", text, reason)
+    return hour
+
+
 def _world(args: argparse.Namespace) -> dict[str, Any]:
-    """The --admission / --ignore-memory knobs as load_scenario keywords (unset ones left out,
-    so that the scenario file's own fields apply)."""
+    """The world flags (--admission, --ignore-memory, --prices, --start-hour, --egress, --load)
+    as load_scenario keywords; unset ones are left out, so that the scenario file's own fields
+    apply."""
     knobs: dict[str, Any] = {}
     if args.admission is not None:
         if args.admission not in ADMISSION_RULES:
@@ -324,6 +445,18 @@ def _world(args: argparse.Namespace) -> dict[str, Any]:
         knobs["admission"] = args.admission
     if args.ignore_memory:
         knobs["ignore_memory"] = True
+    if args.prices is not None:
+        if args.prices not in PRICE_MODELS:
+            raise ValidationError(
+                "--prices", args.prices, f"choose from: {', '.join(PRICE_MODELS)}"
+            )
+        knobs["prices"] = args.prices
+    if args.start_hour is not None:
+        knobs["start_hour"] = _start_hour(args.start_hour)
+    if args.egress is not None:
+        knobs["egress_usd_per_gb"] = _finite_positive("--egress", args.egress, " ($/GB)")
+    if args.load is not None:
+        knobs["load"] = _finite_positive("--load", args.load)
     return knobs
 
 
@@ -481,6 +614,38 @@ def _reproduce(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_loads(text: str) -> list[float]:
+    """``--loads "0.4,0.8"``: offered loads, each a finite number > 0, none twice."""
+    loads = [_finite_positive("--loads", x.strip()) for x in text.split(",") if x.strip()]
+    if not loads:
+        raise ValidationError("--loads", text, "give at least one offered load, e.g. 0.4,0.8")
+    if len(set(loads)) != len(loads):
+        raise ValidationError("--loads", text, "a load is listed twice")
+    return loads
+
+
+def _online(args: argparse.Namespace) -> int:
+    if not args.out.strip():
+        raise ValidationError("--out", args.out, "give an output directory")
+    seeds = parse_seeds(args.seeds)
+    loads = parse_loads(args.loads)
+    policies = None if args.policies is None else _policies(args.policies)
+    try:  # imported on use, so that the other commands do not load it
+        from .experiments.online import run_online  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as err:
+        raise BacepipeError(f"bacepipe online is not available: {err}") from None
+    workers = args.workers or default_workers()
+    out = Path(args.out)
+    if policies is None:  # the experiment's own default set
+        path = run_online(out, seeds=seeds, loads=loads, n_jobs=args.jobs, workers=workers)
+    else:
+        path = run_online(
+            out, seeds=seeds, loads=loads, n_jobs=args.jobs, policies=policies, workers=workers
+        )
+    print(f"wrote {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bacepipe`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -506,6 +671,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _experiment(args)
         if args.command == "reproduce":
             return _reproduce(args)
+        if args.command == "online":
+            return _online(args)
         return _simulate(args)
     except BacepipeError as err:
         print(f"bacepipe: error: {err}", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +107,163 @@ def test_core_has_no_gymnasium_or_torch_import() -> None:
                     if top in {"gymnasium", "gym", "torch", "stable_baselines3", "sb3_contrib"}:
                         offenders.append(f"{path.relative_to(root)}: {line.strip()}")
     assert offenders == []
+
+
+def test_scenarios_lists_online_with_its_description(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scenarios"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    listed = {line.split()[0]: line.split(None, 1)[1] for line in lines}
+    assert list(listed) == ["fig1", "paper", "paper-aws", "online"]
+    assert listed["online"] == load_scenario("online").description
+    assert "Philly" in listed["online"] and "hourly" in listed["online"]
+
+
+# `bacepipe simulate --scenario paper --seed 0` as the README's quick start printed it before
+# carbon, egress and the JCT percentiles were reported (commit b99cc20). Under the default flat
+# prices every one of these lines is still printed, to the character: a job row gains a
+# `carbon kg` cell at its end, the totals gain lines of their own.
+PREVIOUS_SIMULATE_HEAD = (
+    "job  model            dataset       K*  floor  GPUs  path                                "
+    "       wait h  exec h   JCT h    cost $"
+)
+PREVIOUS_SIMULATE_ROWS = [
+    "J1   FLM-101B         OpenWebText   80     40    40  US-East-2:40                        "
+    "         0.73  974.81  975.54  1,824.85",
+    "J8   Qwen2.5-14B      Alpaca-52k    48      7    48  EA-East:48                          "
+    "         0.00    0.62    0.62      1.70",
+]
+PREVIOUS_SIMULATE_TOTALS = [
+    "  average JCT            160.63 h",
+    "  total cost           2,950.15 $",
+    "  makespan               975.54 h",
+    "  GPU utilisation          16.9 %",
+]
+PAPER = json.loads(
+    (Path(__file__).parents[1] / "bacepipe_env/scenarios/data/paper.json").read_text()
+)
+
+
+def _cells(line: str) -> list[str]:
+    return [c for c in line.strip().split("  ") if c.strip()]
+
+
+def test_simulate_flat_default_prints_the_previous_numbers_and_carbon(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["simulate", "--scenario", "paper", "--seed", "0"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(PREVIOUS_SIMULATE_HEAD)
+    assert _cells(lines[0][len(PREVIOUS_SIMULATE_HEAD) :]) == ["carbon kg"]  # no egress column
+    for old in PREVIOUS_SIMULATE_ROWS:
+        (row,) = [line for line in lines if line.startswith(old[:4])]
+        assert row.startswith(old), (row, old)
+    for previous in PREVIOUS_SIMULATE_TOTALS:
+        assert previous in lines
+    assert lines[11] == (
+        "scenario paper, policy bace-pipe, 8 jobs, greedy admission, memory checked, flat prices"
+    )
+    assert not any("egress" in line for line in lines)
+    # Each job's carbon: its GPUs per region x execution hours x the file's kW per GPU x the
+    # region's gCO2e/kWh, in kg.
+    power = PAPER["constants"]["power_kw"]
+    intensity = [r["carbon_g_per_kwh"] for r in PAPER["regions"]]
+    result = bace_pipe().simulate(load_scenario("paper", seed=0))
+    total = 0.0
+    for rec, line in zip(result.records, lines[2:10], strict=True):
+        kg = sum(
+            n * rec.execution / 3600 * power * intensity[r] / 1000
+            for r, n in zip(rec.placement.path, rec.placement.gpus, strict=True)
+        )
+        total += kg
+        assert float(_cells(line)[-1].replace(",", "")) == pytest.approx(kg, abs=0.005 + 1e-9)
+    carbon = next(line for line in lines if line.startswith("  total carbon"))
+    assert carbon.endswith(" kg CO2e")
+    assert float(carbon.split()[2].replace(",", "")) == pytest.approx(total, abs=0.005 + 1e-9)
+    for label in ("JCT p50", "JCT p95", "JCT p99", "mean slowdown"):
+        assert any(line.startswith(f"  {label} ") for line in lines), label
+
+
+def test_simulate_hourly_json_carries_the_start_hour_and_per_job_costs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["simulate", "--scenario", "paper", "--prices", "hourly", "--start-hour", "100"]
+    assert main([*argv, "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["start_hour"] == 100
+    assert data["prices"] == "hourly"
+    assert data["params"]["start_hour"] == 100 and data["params"]["prices"] == "hourly"
+    assert data["egress"] is False and data["total_egress_usd"] == 0.0
+    jobs = data["jobs"]
+    assert len(jobs) == 8
+    assert math.fsum(j["cost_usd"] for j in jobs) == pytest.approx(data["total_cost_usd"], 1e-12)
+    assert math.fsum(j["carbon_kg"] for j in jobs) == pytest.approx(
+        data["total_carbon_kg"], rel=1e-12
+    )
+    assert all(j["egress_usd"] == 0.0 for j in jobs)
+    # The schedule is the flat one (BACE-Pipe does not look at prices over time), the bill
+    # is not.
+    flat = bace_pipe().simulate(load_scenario("paper", seed=0))
+    assert [j["jct_s"] for j in jobs] == [r.jct for r in flat.records]
+    assert data["total_cost_usd"] != flat.total_cost
+    assert data["total_carbon_kg"] != flat.total_carbon
+    # and it is what the Python API computes with the same keywords
+    hourly = bace_pipe().simulate(load_scenario("paper", seed=0, prices="hourly", start_hour=100))
+    assert data["total_cost_usd"] == hourly.total_cost
+    assert data["total_carbon_kg"] == hourly.total_carbon
+
+
+def test_simulate_random_start_hour_is_drawn_from_the_seed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    hours_drawn = []
+    for seed in ("0", "1"):
+        argv = ["simulate", "--scenario", "paper", "--seed", seed, "--start-hour", "random"]
+        assert main([*argv, "--prices", "hourly", "--json", "-"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        expected = load_scenario("paper", seed=int(seed), start_hour="random")
+        assert data["start_hour"] == expected.params["start_hour"]
+        assert 0 <= data["start_hour"] < 8760
+        hours_drawn.append(data["start_hour"])
+    assert hours_drawn[0] != hours_drawn[1]
+
+
+def test_egress_changes_only_the_egress_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["simulate", "--scenario", "paper", "--seed", "0"]
+    assert main(argv) == 0
+    plain = capsys.readouterr().out.splitlines()
+    assert main([*argv, "--egress"]) == 0
+    charged = capsys.readouterr().out.splitlines()
+    # The table: the same lines plus an `egress $` column (and a total line), the header line
+    # says so.
+    head = charged[0]
+    cut = head.index("  egress $")
+    assert head[:cut] == plain[0]
+    for old, new in zip(plain[1:10], charged[1:10], strict=True):
+        assert new[:cut].rstrip() == old
+    assert charged[11] == plain[11] + ", egress charged"
+    assert [x for x in charged[12:] if not x.startswith("  egress cost")] == plain[12:]
+    # The JSON: only the egress fields differ; the charge is the per-job sum, 0 on a job that
+    # stays in one region, and linear in the rate.
+    results = {}
+    for flag in ([], ["--egress"], ["--egress", "0.05"]):
+        assert main([*argv, *flag, "--json", "-"]) == 0
+        results[" ".join(flag)] = json.loads(capsys.readouterr().out)
+    off, on, dear = results[""], results["--egress"], results["--egress 0.05"]
+    egress_keys = {"egress", "total_egress_usd"}
+    assert {k: v for k, v in on.items() if k not in egress_keys | {"jobs", "params"}} == {
+        k: v for k, v in off.items() if k not in egress_keys | {"jobs", "params"}
+    }
+    assert on["params"] == {**off["params"], "egress": True}
+    for a, b in zip(off["jobs"], on["jobs"], strict=True):
+        assert {k: v for k, v in a.items() if k != "egress_usd"} == {
+            k: v for k, v in b.items() if k != "egress_usd"
+        }
+        assert (b["egress_usd"] > 0) == (len(b["path"]) > 1)
+    assert on["egress"] is True and off["egress"] is False
+    assert on["total_egress_usd"] > 0
+    assert math.fsum(j["egress_usd"] for j in on["jobs"]) == pytest.approx(
+        on["total_egress_usd"], rel=1e-12
+    )
+    assert dear["total_egress_usd"] == pytest.approx(2.5 * on["total_egress_usd"], rel=1e-12)
+    egress_line = next(x for x in charged if x.startswith("  egress cost"))
+    assert egress_line == f"  egress cost      {on['total_egress_usd']:12,.2f} $"

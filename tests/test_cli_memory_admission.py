@@ -7,6 +7,9 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import math
+import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,37 @@ def _experiment_argv(command: str, out: Path, *extra: str) -> list[str]:
     return [command, "--seeds", "1", "--workers", "1", "--out", str(out), *extra]
 
 
+def _cells(table: str) -> tuple[list[str], list[list[str]], str]:
+    """A printed experiment table as (header cells, body rows' cells, footnote); cells are
+    separated by two or more spaces (a cell such as ``682.61 ± 537.16`` has single ones)."""
+    lines = table.splitlines()
+    assert set(lines[1].replace(" ", "")) == {"-"}, lines[1]
+    split = [re.split(r" {2,}", line.strip()) for line in lines]
+    return split[0], split[2:-1], lines[-1]
+
+
+def _number_pm(cell: str) -> tuple[float, float]:
+    mean, ci = cell.split(" ± ")
+    return float(mean.replace(",", "")), float(ci.replace(",", ""))
+
+
+def _carbon_kg(policy: str, seed: int) -> float:
+    """A run's emissions straight from the scenario file's figures: every job's GPUs per region
+    x its execution hours x the file's power per GPU (kW) x the region's carbon intensity
+    (g/kWh), in kg; flat prices, the paper's literal semantics."""
+    spec = json.loads((DATA / "paper.json").read_text())
+    power_kw = spec["constants"]["power_kw"]
+    intensity = [r["carbon_g_per_kwh"] for r in spec["regions"]]
+    scenario = load_scenario("paper", seed=seed, ignore_memory=True, admission="greedy")
+    result = make_policy(policy, seed=seed).simulate(scenario)
+    grams = 0.0
+    for rec in result.records:
+        exec_h = rec.execution / 3600.0
+        for region, n in zip(rec.placement.path, rec.placement.gpus, strict=True):
+            grams += n * exec_h * power_kw * intensity[region]
+    return grams / 1000.0
+
+
 def test_ignore_memory_greedy_reproduces_the_previous_release(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -47,11 +81,38 @@ def test_ignore_memory_greedy_reproduces_the_previous_release(
     assert main(argv) == 0
     out = capsys.readouterr().out
     table = out.split("\n\nwrote ")[0]
-    assert table == PREVIOUS_RELEASE_COMPARE
+    # The table gained carbon columns; every column the previous release printed is still
+    # there, cell for cell, with its header, and so is the footnote.
+    old_head, old_rows, old_foot = _cells(PREVIOUS_RELEASE_COMPARE)
+    head, rows, foot = _cells(table)
+    assert head == [*old_head[:3], "carbon kg", *old_head[3:], "carbon / bace-pipe"]
+    assert foot == old_foot
+    assert len(rows) == len(old_rows) == 5
+    for row, old in zip(rows, old_rows, strict=True):
+        assert len(row) == len(head), row
+        assert [row[head.index(h)] for h in old_head] == old
+    # The carbon columns, from the scenario file's power and intensities (mean and Student-t
+    # 95% half-width over the 10 seeds, t_{0.975, 9} = 2.262157).
+    seeds = range(10)
+    carbon = {p: [_carbon_kg(p, s) for s in seeds] for p in [r[0] for r in old_rows]}
+    for row in rows:
+        for col, values in (
+            ("carbon kg", carbon[row[0]]),
+            ("carbon / bace-pipe", [a / b for a, b in zip(carbon[row[0]], carbon["bace-pipe"])]),
+        ):
+            mean, ci = _number_pm(row[head.index(col)])
+            digits = 0.005 if col == "carbon kg" else 0.0005  # half the last printed digit
+            assert mean == pytest.approx(statistics.fmean(values), abs=digits + 1e-9), (row, col)
+            half = 2.262157 * statistics.stdev(values) / math.sqrt(10)
+            assert ci == pytest.approx(half, rel=1e-4, abs=digits + 1e-9), (row, col)
+    assert rows[0][head.index("carbon / bace-pipe")] == "1.000 ± 0.000"
     data = json.loads((tmp_path / "compare.json").read_text())
     assert data["knobs"] == {"admission": "greedy", "ignore_memory": True}
     assert {run["admission"] for run in data["runs"]} == {"greedy"}
     assert len(data["runs"]) == 50
+    for run in data["runs"]:
+        assert run["carbon_kg"] == pytest.approx(_carbon_kg(run["policy"], run["seed"]), rel=1e-9)
+        assert run["egress_usd"] == 0.0
 
 
 # ---------------------------------------------------------------------------------------------

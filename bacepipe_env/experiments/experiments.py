@@ -19,7 +19,7 @@ from ..policies.registry import policy_info
 from ..scenarios.loader import load_scenario
 from .plots import bar_chart, sweep_chart
 from .runner import RunSummary, expand, run_all
-from .summary import PolicyStats, summarise, write_csv, write_json
+from .summary import PolicyStats, egress_charged, summarise, write_csv, write_json
 from .tensorboard import ScalarWriter
 
 __all__ = [
@@ -108,14 +108,17 @@ def run_compare(
     ``{name}-summary.csv``, ``{name}.json``, ``{name}.png`` and (``tensorboard``)
     ``tb/<policy>/`` event files with ``{name}/*`` scalars at step = seed. Running again into
     the same ``out`` replaces that experiment's files. ``knobs`` are load_scenario keywords
-    applied to every run (sweep knobs, ``admission``, ``ignore_memory``)."""
+    applied to every run (sweep knobs, ``admission``, ``ignore_memory``, ``prices``,
+    ``start_hour``, ``egress_usd_per_gb``, ``load``). Carbon is reported beside cost, and the
+    egress charge too when egress is on (:func:`egress_charged`)."""
     _check(policies, seeds, scenario, knobs)
     ref = reference_policy(policies)
     _prepare(out)
     runs = run_all(
         expand(policies, scenario, seeds, knobs), workers=workers, label=name, progress=progress
     )
-    stats = summarise(runs, ref)
+    egress = egress_charged(runs)
+    stats = summarise(runs, ref, egress=egress)
     outcome = ExperimentOutcome(ref, {None: stats}, runs)
     files = outcome.files
     files.append(out / f"{name}-runs.csv")
@@ -144,13 +147,16 @@ def run_compare(
     except BacepipeError as err:
         outcome.warnings.append(str(err))
     if tensorboard:
-        files.extend(_write_tensorboard(out / "tb", name, runs, ref))
+        files.extend(_write_tensorboard(out / "tb", name, runs, ref, egress=egress))
     return outcome
 
 
 def _write_tensorboard(
-    tb_dir: Path, name: str, runs: Sequence[RunSummary], reference: str
+    tb_dir: Path, name: str, runs: Sequence[RunSummary], reference: str, *, egress: bool = False
 ) -> list[Path]:
+    """Per policy, one run of ``{name}/*`` scalars at step = seed: average JCT, cost and
+    carbon, absolute and over the reference's on the same seed, and (``egress``) the egress
+    charge."""
     ref = {r.spec.seed: r for r in runs if r.spec.policy == reference}
     written = []
     for policy in dict.fromkeys(r.spec.policy for r in runs):
@@ -171,6 +177,11 @@ def _write_tensorboard(
                 writer.add_scalar(
                     f"{name}/total_cost_norm", r.total_cost_usd / ref[s].total_cost_usd, s
                 )
+                writer.add_scalar(f"{name}/carbon_kg", r.carbon_kg, s)
+                if ref[s].carbon_kg > 0:  # a scenario without carbon figures has no ratio
+                    writer.add_scalar(f"{name}/carbon_norm", r.carbon_kg / ref[s].carbon_kg, s)
+                if egress:
+                    writer.add_scalar(f"{name}/egress_usd", r.egress_usd, s)
             written.append(writer.path)
     return written
 
@@ -199,7 +210,8 @@ def run_sweep(
     """One of the paper's sensitivity sweeps (``kind`` in :data:`SWEEPS`): every policy and seed
     at every value; writes ``sweep-{kind}-runs.csv``, ``-summary.csv``, ``.json`` and ``.png``.
     ``knobs`` are load_scenario keywords applied to every run (``admission``,
-    ``ignore_memory``)."""
+    ``ignore_memory``, ``prices``, ``start_hour``, ``egress_usd_per_gb``, ``load``). The
+    egress charge is reported at every value when it is on at any (:func:`egress_charged`)."""
     if kind not in SWEEPS:
         raise ValidationError("sweep", kind, f"unknown sweep; choose from: {', '.join(SWEEPS)}")
     knob, default_values, xlabel = SWEEPS[kind]
@@ -223,7 +235,11 @@ def run_sweep(
         )
     ]
     runs = run_all(specs, workers=workers, label=f"sweep {kind}", progress=progress)
-    stats = {v: summarise([r for r in runs if r.spec.tag["value"] == v], ref) for v in vals}
+    egress = egress_charged(runs)
+    stats = {
+        v: summarise([r for r in runs if r.spec.tag["value"] == v], ref, egress=egress)
+        for v in vals
+    }
     outcome = ExperimentOutcome(ref, dict(stats), runs)
     stem = f"sweep-{kind}"
     outcome.files.append(out / f"{stem}-runs.csv")

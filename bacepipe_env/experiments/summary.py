@@ -13,37 +13,69 @@ from typing import Any
 from .runner import RunSummary
 from .stats import Estimate, estimate
 
-__all__ = ["PolicyStats", "format_table", "summarise", "write_csv", "write_json"]
+__all__ = [
+    "PolicyStats",
+    "egress_charged",
+    "format_table",
+    "summarise",
+    "write_csv",
+    "write_json",
+]
 
 
 @dataclass(frozen=True)
 class PolicyStats:
-    """A policy's average JCT (h) and total cost ($) over seeds: means with 95% CIs, and the
-    same normalised seed by seed to the reference policy (``x_policy / x_reference``)."""
+    """A policy's average JCT (h), total cost ($, electricity) and carbon (kg CO2e) over
+    seeds: means with 95% CIs, and the same normalised seed by seed to the reference policy
+    (``x_policy / x_reference``). ``egress_usd`` (the cross-region traffic's charge) is there
+    only when the runs charged egress, None otherwise."""
 
     policy: str
     jct_h: Estimate
     cost_usd: Estimate
     jct_norm: Estimate
     cost_norm: Estimate
+    carbon_kg: Estimate
+    carbon_norm: Estimate
+    egress_usd: Estimate | None = None
 
     def row(self) -> dict[str, Any]:
-        """A flat dict for CSV/JSON (NaN CIs when there is one seed)."""
+        """A flat dict for CSV/JSON (NaN CIs when there is one seed); ``egress_usd_*`` only
+        when egress was charged."""
         out: dict[str, Any] = {"policy": self.policy, "n_seeds": self.jct_h.n}
-        for name, est in (
+        estimates = [
             ("avg_jct_h", self.jct_h),
             ("total_cost_usd", self.cost_usd),
             ("avg_jct_norm", self.jct_norm),
             ("total_cost_norm", self.cost_norm),
-        ):
+            ("carbon_kg", self.carbon_kg),
+            ("carbon_norm", self.carbon_norm),
+        ]
+        if self.egress_usd is not None:
+            estimates.append(("egress_usd", self.egress_usd))
+        for name, est in estimates:
             out[f"{name}_mean"] = est.mean
             out[f"{name}_ci95"] = est.ci95
         return out
 
 
-def summarise(runs: Sequence[RunSummary], reference: str) -> list[PolicyStats]:
+def egress_charged(runs: Sequence[RunSummary]) -> bool:
+    """Whether egress was on in ``runs``: an ``egress_usd_per_gb`` knob, or a charge > 0."""
+    return any(run.egress_usd > 0 or "egress_usd_per_gb" in dict(run.spec.knobs) for run in runs)
+
+
+def _ratio(x: float, ref: float) -> float:
+    """``x / ref``; NaN when the reference is 0 (a scenario without carbon figures)."""
+    return x / ref if ref != 0 else math.nan
+
+
+def summarise(
+    runs: Sequence[RunSummary], reference: str, *, egress: bool | None = None
+) -> list[PolicyStats]:
     """Group ``runs`` by policy (first-seen order) and normalise each seed to ``reference``'s
-    run on the same seed. Every policy must have run on the reference's seeds."""
+    run on the same seed. Every policy must have run on the reference's seeds. ``egress``:
+    whether to report the egress charge (default: :func:`egress_charged` of ``runs``)."""
+    with_egress = egress_charged(runs) if egress is None else egress
     by_policy: dict[str, dict[int, RunSummary]] = {}
     for run in runs:
         by_policy.setdefault(run.spec.policy, {})[run.spec.seed] = run
@@ -57,6 +89,7 @@ def summarise(runs: Sequence[RunSummary], reference: str) -> list[PolicyStats]:
         order = sorted(seeds)
         jct = [seeds[s].avg_jct_h for s in order]
         cost = [seeds[s].total_cost_usd for s in order]
+        carbon = [seeds[s].carbon_kg for s in order]
         out.append(
             PolicyStats(
                 policy,
@@ -64,30 +97,37 @@ def summarise(runs: Sequence[RunSummary], reference: str) -> list[PolicyStats]:
                 estimate(cost),
                 estimate([seeds[s].avg_jct_h / ref[s].avg_jct_h for s in order]),
                 estimate([seeds[s].total_cost_usd / ref[s].total_cost_usd for s in order]),
+                estimate(carbon),
+                estimate([_ratio(seeds[s].carbon_kg, ref[s].carbon_kg) for s in order]),
+                estimate([seeds[s].egress_usd for s in order]) if with_egress else None,
             )
         )
     return out
 
 
 def _pm(est: Estimate, fmt: str) -> str:
+    if math.isnan(est.mean):
+        return "-"
     if math.isnan(est.ci95):
         return format(est.mean, fmt)
     return f"{format(est.mean, fmt)} ± {format(est.ci95, fmt)}"
 
 
 def format_table(stats: Sequence[PolicyStats], reference: str) -> str:
-    """A text table: mean ± 95% CI half-width, absolute and relative to ``reference``."""
-    head = ("policy", "avg JCT h", "total cost $", f"JCT / {reference}", f"cost / {reference}")
-    rows = [
-        (
-            s.policy,
-            _pm(s.jct_h, ",.2f"),
-            _pm(s.cost_usd, ",.2f"),
-            _pm(s.jct_norm, ".3f"),
-            _pm(s.cost_norm, ".3f"),
-        )
-        for s in stats
-    ]
+    """A text table: mean ± 95% CI half-width, absolute (JCT, cost, carbon and, when it was
+    charged, egress) and relative to ``reference`` (JCT, cost, carbon)."""
+    egress = any(s.egress_usd is not None for s in stats)
+    head = ["policy", "avg JCT h", "total cost $", "carbon kg"]
+    if egress:
+        head.append("egress $")
+    head += [f"JCT / {reference}", f"cost / {reference}", f"carbon / {reference}"]
+    rows = []
+    for s in stats:
+        row = [s.policy, _pm(s.jct_h, ",.2f"), _pm(s.cost_usd, ",.2f"), _pm(s.carbon_kg, ",.2f")]
+        if egress:
+            row.append("-" if s.egress_usd is None else _pm(s.egress_usd, ",.2f"))
+        row += [_pm(s.jct_norm, ".3f"), _pm(s.cost_norm, ".3f"), _pm(s.carbon_norm, ".3f")]
+        rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
 
     def line(cells: Sequence[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -217,3 +218,52 @@ def test_out_that_is_a_file_is_a_one_line_error(tmp_path: Path) -> None:
     proc = run("compare", "--seeds", "2", "--policies", "lcf", "--out", "taken", cwd=tmp_path)
     line = one_line_error(proc)
     assert "taken" in line
+
+
+def header_cells(stdout: str) -> list[str]:
+    """The cells of a printed table's header line."""
+    return [c.strip() for c in stdout.splitlines()[0].split("  ") if c.strip()]
+
+
+def test_compare_reports_carbon_and_egress_when_charged(tmp_path: Path) -> None:
+    argv = ["compare", "--seeds", "2", "--policies", "bace-pipe,lcf", "--workers", "1"]
+    plain = ok(run(*argv, "--out", "plain", cwd=tmp_path))
+    assert header_cells(plain) == [
+        "policy",
+        "avg JCT h",
+        "total cost $",
+        "carbon kg",
+        "JCT / bace-pipe",
+        "cost / bace-pipe",
+        "carbon / bace-pipe",
+    ]
+    world = ["--prices", "hourly", "--start-hour", "100", "--egress"]
+    charged = ok(run(*argv, "--out", "charged", *world, cwd=tmp_path))
+    assert header_cells(charged)[3:5] == ["carbon kg", "egress $"]
+    assert table_rows(charged) == ["bace-pipe", "lcf"]
+    with open(tmp_path / "charged" / "compare-summary.csv", newline="") as fh:
+        summary = list(csv.DictReader(fh))
+    assert all(r["egress_usd_mean"] and r["carbon_kg_mean"] for r in summary)
+    with open(tmp_path / "plain" / "compare-summary.csv", newline="") as fh:
+        assert "egress_usd_mean" not in next(csv.DictReader(fh))
+
+    # The schedule (JCT column) is the same: prices and egress change the bill only.
+    def jct(stdout: str) -> list[str]:
+        return [re.split(r" {2,}", line)[1] for line in stdout.splitlines()[2:4]]
+
+    assert jct(charged) == jct(plain)
+    assert all("±" in cell for cell in jct(plain))
+
+
+def test_online_help_lists_its_flags(tmp_path: Path) -> None:
+    stdout = ok(run("online", "--help", cwd=tmp_path))
+    for flag in ("--out", "--seeds", "--loads", "--jobs", "--policies", "--workers"):
+        assert flag in stdout
+    assert "out/online" in stdout and "0.4,0.6,0.8,1.0,1.2" in stdout
+
+
+def test_world_flags_are_in_every_experiments_help(tmp_path: Path) -> None:
+    for command in ("simulate", "compare", "sweep", "ablation"):
+        stdout = ok(run(command, "--help", cwd=tmp_path))
+        for flag in ("--prices", "--start-hour", "--egress", "--load", "--admission"):
+            assert flag in stdout, (command, flag)

@@ -18,6 +18,10 @@ from bacepipe_env.experiments import (
     reference_policy,
     run_compare,
 )
+from bacepipe_env.policies.registry import make_policy
+from bacepipe_env.scenarios.loader import load_scenario
+
+DATA = Path(__file__).parents[2] / "bacepipe_env/scenarios/data"
 
 POLICIES = ["bace-pipe", "lcf", "cr-ldf"]
 SEEDS = [0, 1, 2]
@@ -30,7 +34,15 @@ SCALARS = (
     "compare/total_cost_usd",
     "compare/avg_jct_norm",
     "compare/total_cost_norm",
+    "compare/carbon_kg",
+    "compare/carbon_norm",
 )
+# A normalised scalar or summary column -> the runs column it divides by the reference's.
+NORMALISED = {
+    "avg_jct_norm": "avg_jct_h",
+    "total_cost_norm": "total_cost_usd",
+    "carbon_norm": "carbon_kg",
+}
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float]:
@@ -50,14 +62,18 @@ def expected_summary(
     for p in policies:
         jct = [float(by[p, s]["avg_jct_h"]) for s in seeds]
         cost = [float(by[p, s]["total_cost_usd"]) for s in seeds]
+        carbon = [float(by[p, s]["carbon_kg"]) for s in seeds]
         rj = [float(by[reference, s]["avg_jct_h"]) for s in seeds]
         rc = [float(by[reference, s]["total_cost_usd"]) for s in seeds]
+        rk = [float(by[reference, s]["carbon_kg"]) for s in seeds]
         row: dict[str, float] = {"n_seeds": len(seeds)}
         for name, vals in (
             ("avg_jct_h", jct),
             ("total_cost_usd", cost),
             ("avg_jct_norm", [a / b for a, b in zip(jct, rj)]),
             ("total_cost_norm", [a / b for a, b in zip(cost, rc)]),
+            ("carbon_kg", carbon),
+            ("carbon_norm", [a / b for a, b in zip(carbon, rk)]),
         ):
             row[f"{name}_mean"], row[f"{name}_ci95"] = mean_ci(vals)
         out[p] = row
@@ -120,10 +136,32 @@ def test_summary_csv_equals_statistics_of_the_runs(
     expected = expected_summary(runs, POLICIES, "bace-pipe")
     for row in summary:
         check_summary_row(row, expected[row["policy"]])
+        assert set(row) == {"policy", *expected[row["policy"]]}  # no egress columns: it is off
     ref = next(r for r in summary if r["policy"] == "bace-pipe")
-    for key in ("avg_jct_norm", "total_cost_norm"):
+    for key in NORMALISED:
         assert float(ref[f"{key}_mean"]) == 1.0
         assert float(ref[f"{key}_ci95"]) == 0.0
+
+
+def test_runs_carbon_is_the_placements_energy_times_intensity(
+    compared: tuple[ExperimentOutcome, Path],
+) -> None:
+    """carbon_kg of a run = sum over jobs and their regions of GPUs x execution hours x kW per
+    GPU x gCO2e/kWh, from the scenario file's figures; egress is off, so 0."""
+    _, out = compared
+    spec = json.loads((DATA / "paper.json").read_text())
+    power_kw = spec["constants"]["power_kw"]
+    intensity = [r["carbon_g_per_kwh"] for r in spec["regions"]]
+    for row in read_csv(out / "compare-runs.csv"):
+        seed = int(row["seed"])
+        result = make_policy(row["policy"], seed=seed).simulate(load_scenario("paper", seed=seed))
+        grams = math.fsum(
+            n * rec.execution / 3600.0 * power_kw * intensity[r]
+            for rec in result.records
+            for r, n in zip(rec.placement.path, rec.placement.gpus, strict=True)
+        )
+        assert float(row["carbon_kg"]) == pytest.approx(grams / 1000.0, rel=1e-12), row
+        assert float(row["egress_usd"]) == 0.0
 
 
 def test_json_agrees_with_the_csvs(compared: tuple[ExperimentOutcome, Path]) -> None:
@@ -169,7 +207,7 @@ def test_tensorboard_scalars_read_back(compared: tuple[ExperimentOutcome, Path])
     for p in POLICIES:
         acc = EventAccumulator(str(out / "tb" / p))
         acc.Reload()
-        assert set(SCALARS) <= set(acc.Tags()["scalars"]), p
+        assert set(acc.Tags()["scalars"]) == set(SCALARS), p  # no egress scalar: it is off
         for tag in SCALARS:
             events = acc.Scalars(tag)
             assert [e.step for e in events] == SEEDS, (p, tag)
@@ -177,7 +215,7 @@ def test_tensorboard_scalars_read_back(compared: tuple[ExperimentOutcome, Path])
                 row, ref = runs[p, e.step], runs["bace-pipe", e.step]
                 metric = tag.split("/")[1]
                 if metric.endswith("_norm"):
-                    base = "avg_jct_h" if metric == "avg_jct_norm" else "total_cost_usd"
+                    base = NORMALISED[metric]
                     want = float(row[base]) / float(ref[base])
                 else:
                     want = float(row[metric])
@@ -265,3 +303,43 @@ def test_duplicate_seeds_are_rejected_or_counted_once(tmp_path: Path) -> None:
     for stats in outcome.stats[None]:
         n_rows = sum(r["policy"] == stats.policy for r in runs)
         assert n_rows == stats.jct_h.n, (stats.policy, n_rows, stats.jct_h.n)
+
+
+def _summary(policy: str, seed: int, carbon: float, egress: float = 0.0, **knobs: Any) -> Any:
+    from bacepipe_env.experiments import RunSpec, RunSummary
+
+    spec = RunSpec(policy, "paper", seed, tuple(sorted(knobs.items())))
+    return RunSummary(spec, 10.0 + seed, 100.0 + len(policy), 20.0, 0.5, carbon, egress)
+
+
+def test_table_columns_follow_carbon_and_egress() -> None:
+    from bacepipe_env.experiments import format_table, summarise
+
+    def head(table: str) -> list[str]:
+        return [c.strip() for c in table.splitlines()[0].split("  ") if c.strip()]
+
+    base = ["policy", "avg JCT h", "total cost $", "carbon kg"]
+    ratios = ["JCT / lcf", "cost / lcf", "carbon / lcf"]
+    off = [_summary(p, s, 50.0 * (s + 1)) for p in ("lcf", "ldf") for s in (0, 1)]
+    table = format_table(summarise(off, "lcf"), "lcf")
+    assert head(table) == [*base, *ratios]
+    assert table.splitlines()[2].split()[-6:] == ["1.000", "±", "0.000"] * 2
+    # egress charged by one run, or asked for with a knob (charging nothing): a column
+    charged = [*off[:3], _summary("ldf", 1, 100.0, egress=3.5)]
+    knob = [_summary(p, s, 1.0, egress_usd_per_gb=0.02) for p in ("lcf", "ldf") for s in (0, 1)]
+    for runs in (charged, knob):
+        stats = summarise(runs, "lcf")
+        assert head(format_table(stats, "lcf")) == [*base, "egress $", *ratios]
+        assert all(s.egress_usd is not None for s in stats)
+        assert "egress_usd_mean" in stats[0].row()
+    stats = summarise(charged, "lcf")
+    assert stats[1].egress_usd is not None
+    assert stats[1].egress_usd.mean == 1.75
+    # summarise(egress=False) leaves it out whatever the runs say
+    assert all(s.egress_usd is None for s in summarise(charged, "lcf", egress=False))
+    # no carbon figures (a custom scenario without carbon_g_per_kwh): no ratio, not 0/0
+    zero = [_summary(p, s, 0.0) for p in ("lcf", "ldf") for s in (0, 1)]
+    stats = summarise(zero, "lcf")
+    assert all(math.isnan(s.carbon_norm.mean) for s in stats)
+    rows = format_table(stats, "lcf").splitlines()[2:4]
+    assert all(row.endswith("  -") for row in rows)

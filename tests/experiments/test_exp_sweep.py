@@ -13,6 +13,8 @@ from exp_helpers import direct, read_csv
 from bacepipe_env.errors import ValidationError
 from bacepipe_env.experiments import SWEEPS, ExperimentOutcome, run_sweep
 
+DATA = Path(__file__).parents[2] / "bacepipe_env/scenarios/data"
+
 POLICIES = ["bace-pipe", "ldf"]
 SEEDS = [0, 1]
 T975_DF1 = 12.706205  # two seeds
@@ -104,7 +106,11 @@ def test_summary_covers_every_value_and_policy(
         ref = {
             int(r["seed"]): r for r in runs if parse(r[knob]) == v and r["policy"] == POLICIES[0]
         }
-        for metric, norm in (("avg_jct_h", "avg_jct_norm"), ("total_cost_usd", "total_cost_norm")):
+        for metric, norm in (
+            ("avg_jct_h", "avg_jct_norm"),
+            ("total_cost_usd", "total_cost_norm"),
+            ("carbon_kg", "carbon_norm"),
+        ):
             vals = [float(mine[s][metric]) for s in SEEDS]
             ratios = [float(mine[s][metric]) / float(ref[s][metric]) for s in SEEDS]
             for name, xs in ((metric, vals), (norm, ratios)):
@@ -114,6 +120,8 @@ def test_summary_covers_every_value_and_policy(
         if p == POLICIES[0]:
             assert float(row["avg_jct_norm_mean"]) == 1.0
             assert float(row["total_cost_norm_mean"]) == 1.0
+            assert float(row["carbon_norm_mean"]) == 1.0
+        assert "egress_usd_mean" not in row  # egress is off
 
 
 def test_json_agrees(swept: tuple[str, ExperimentOutcome, Path]) -> None:
@@ -182,3 +190,43 @@ def test_duplicate_values_are_rejected_or_counted_once(tmp_path: Path) -> None:
     assert len({(r["n_jobs"], r["policy"]) for r in summary}) == len(summary)
     assert sum(int(r["n_seeds"]) for r in summary) == len(runs)
     assert len(outcome.runs) == len(runs)
+
+
+@pytest.mark.parametrize("where", ["knob", "file"])
+def test_egress_is_reported_at_every_value_when_on(where: str, tmp_path: Path) -> None:
+    """With egress charged (a knob, or the scenario file's own field), every value's summary
+    has the egress columns, also at 4x the GPUs where every job stays in one region (a charge
+    of 0 is still a reported 0)."""
+    scenario, knobs = "paper", {"egress_usd_per_gb": 0.02}
+    if where == "file":
+        spec = json.loads((DATA / "paper.json").read_text())
+        path = tmp_path / "paper-egress.json"
+        path.write_text(json.dumps({**spec, "egress_usd_per_gb": 0.02}))
+        scenario, knobs = str(path), {}
+    out = tmp_path / "out"
+    policies, values = ["bace-pipe", "ldf"], [1.25, 4.0]
+    outcome = run_sweep("gpu", scenario, policies, SEEDS, out, values=values, knobs=knobs)
+    runs = read_csv(out / "sweep-gpu-runs.csv")
+    summary = read_csv(out / "sweep-gpu-summary.csv")
+    assert [(float(r["gpu_scale"]), r["policy"]) for r in summary] == [
+        (v, p) for v in values for p in policies
+    ]
+    egress = {
+        v: [float(r["egress_usd"]) for r in runs if float(r["gpu_scale"]) == v] for v in values
+    }
+    assert max(egress[1.25]) > 0
+    assert egress[4.0] == [0.0] * 4
+    for row in summary:
+        mine = [
+            float(r["egress_usd"])
+            for r in runs
+            if r["policy"] == row["policy"] and float(r["gpu_scale"]) == float(row["gpu_scale"])
+        ]
+        assert float(row["egress_usd_mean"]) == pytest.approx(statistics.fmean(mine), rel=1e-12)
+        half = T975_DF1 * statistics.stdev(mine) / math.sqrt(len(mine))
+        assert float(row["egress_usd_ci95"]) == pytest.approx(half, rel=1e-4, abs=1e-12)
+    for stats in outcome.stats.values():
+        assert all(s.egress_usd is not None for s in stats)
+    data = json.loads((out / "sweep-gpu.json").read_text())
+    assert data["knobs"] == knobs
+    assert all("egress_usd_mean" in r for r in data["summary"])

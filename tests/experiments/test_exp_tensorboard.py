@@ -127,3 +127,39 @@ def test_file_starts_with_a_valid_record(tmp_path: Path) -> None:
     assert offset == len(data)
     assert len(payloads) == 2  # the file-version event and one scalar
     assert b"brain.Event:2" in payloads[0]
+
+
+@pytest.mark.parametrize("egress", [None, 0.05])
+def test_compare_scalars_carry_carbon_and_egress_when_charged(
+    egress: float | None, tmp_path: Path
+) -> None:
+    """`run_compare`'s event files, read back: carbon (absolute and over BACE-Pipe's on the
+    same seed) always, the egress charge only when egress is on, each equal to the runs CSV."""
+    import csv
+
+    from bacepipe_env.experiments import run_compare
+
+    knobs = {"prices": "hourly", "start_hour": 2000.0}
+    if egress is not None:
+        knobs["egress_usd_per_gb"] = egress
+    policies, seeds = ["bace-pipe", "cr-lcf"], [0, 1]
+    run_compare("paper", policies, seeds, tmp_path, knobs=knobs)
+    with open(tmp_path / "compare-runs.csv", newline="", encoding="utf-8") as fh:
+        runs = {(r["policy"], int(r["seed"])): r for r in csv.DictReader(fh)}
+    for p in policies:
+        acc = load(tmp_path / "tb" / p)
+        tags = set(acc.Tags()["scalars"])
+        assert {"compare/carbon_kg", "compare/carbon_norm"} <= tags
+        assert ("compare/egress_usd" in tags) == (egress is not None)
+        for e in acc.Scalars("compare/carbon_kg"):
+            assert e.value == f32(float(runs[p, e.step]["carbon_kg"]))
+        for e in acc.Scalars("compare/carbon_norm"):
+            ref = float(runs["bace-pipe", e.step]["carbon_kg"])
+            assert e.value == pytest.approx(float(runs[p, e.step]["carbon_kg"]) / ref, rel=1e-6)
+        if egress is not None:
+            events = acc.Scalars("compare/egress_usd")
+            assert [e.step for e in events] == seeds
+            for e in events:
+                assert e.value == f32(float(runs[p, e.step]["egress_usd"]))
+    if egress is not None:
+        assert any(float(r["egress_usd"]) > 0 for r in runs.values())

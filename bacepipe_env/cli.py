@@ -24,6 +24,7 @@ from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
 from .errors import BacepipeError, ValidationError
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
+from .experiments.online import DEFAULT_LOADS, DEFAULT_N_JOBS, run_online
 from .experiments.reproduce import CLAIMS, run_reproduce, verdict
 from .experiments.runner import default_workers
 from .learned import INSTALL_HINT, train_command, train_commands
@@ -40,7 +41,7 @@ from .scenarios import list_scenarios, load_scenario
 __all__ = ["format_run", "main"]
 
 #: ``bacepipe online``'s default offered loads.
-ONLINE_LOADS = (0.4, 0.6, 0.8, 1.0, 1.2)
+ONLINE_LOADS = DEFAULT_LOADS  # the experiment's defaults are the command's
 
 
 def _positive_float(text: str) -> float:
@@ -274,7 +275,7 @@ def _parser() -> argparse.ArgumentParser:
     onl.add_argument(
         "--jobs",
         type=_int_at_least(1),
-        default=500,
+        default=DEFAULT_N_JOBS,
         metavar="N",
         help="jobs per episode (default 500)",
     )
@@ -630,10 +631,6 @@ def _online(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     loads = parse_loads(args.loads)
     policies = None if args.policies is None else _policies(args.policies)
-    try:  # imported on use, so that the other commands do not load it
-        from .experiments.online import run_online  # type: ignore[import-not-found, unused-ignore]
-    except ImportError as err:
-        raise BacepipeError(f"bacepipe online is not available: {err}") from None
     workers = args.workers or default_workers()
     out = Path(args.out)
     if policies is None:  # the experiment's own default set

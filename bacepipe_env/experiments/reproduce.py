@@ -19,6 +19,7 @@ from typing import Any
 from ..core.admission import ADMISSION_RULES
 from ..core.scenario import Scenario
 from ..core.simulator import JobRecord, RunResult
+from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB
 from ..core.units import GBPS_PER_BYTE_PER_S, hours
 from ..errors import BacepipeError, ScenarioError, ValidationError
 from ..policies import bace_pipe
@@ -112,9 +113,14 @@ SEMANTICS = (
     ),
 )
 
-#: An experiment point: ("default", 0) or (sweep kind, value).
+#: The default world the charts and the egress table show: memory checked, greedy admission.
+CHART_SEMANTICS = SEMANTICS[1]
+
+#: An experiment point: ("default", 0), (sweep kind, value) or ("egress", $/GB).
 Point = tuple[str, float]
 DEFAULT: Point = ("default", 0.0)
+#: The default world with cross-region egress charged at AWS's inter-region rate (SPEC 10).
+EGRESS: Point = ("egress", DEFAULT_EGRESS_USD_PER_GB)
 
 
 def points() -> list[tuple[Point, tuple[str, ...]]]:
@@ -130,6 +136,8 @@ def _knobs(sem: Semantics, point: Point) -> dict[str, Any]:
     kind, value = point
     if kind == "default":
         return sem.kwargs
+    if kind == "egress":
+        return {**sem.kwargs, "egress_usd_per_gb": value}
     knob = SWEEPS[kind][0]
     return {**sem.kwargs, knob: int(value) if knob == "n_jobs" else value}
 
@@ -164,9 +172,13 @@ class RowRuns:
 
 
 def specs_for(sem: Semantics, scenario: str, seeds: Sequence[int]) -> list[RunSpec]:
-    """Every run of one row, tagged with its point."""
+    """Every run of one row, tagged with its point; the default world's row (greedy, memory
+    checked) also runs the default-world policies with egress charged."""
     out = []
-    for point, policies in points():
+    pts = points()
+    if sem == CHART_SEMANTICS:
+        pts.append((EGRESS, pts[0][1]))
+    for point, policies in pts:
         tag = {"semantics": sem.name, "point": point[0], "value": point[1]}
         out += expand(policies, scenario, seeds, _knobs(sem, point), tag)
     return out
@@ -1132,8 +1144,6 @@ _NOT_CHASED = """
 
 # --- charts ---------------------------------------------------------------------------------
 
-CHART_SEMANTICS = SEMANTICS[1]  # the default world: memory checked, greedy admission
-
 
 def _select(stats: Sequence[PolicyStats], policies: Sequence[str]) -> list[PolicyStats]:
     by = {s.policy: s for s in stats}
@@ -1291,6 +1301,7 @@ def render_report(rows: Sequence[RowRuns]) -> str:
     lines += ["", *_legend(), ""]
     lines += _row_summaries(rows)
     lines += _absolute(rows)
+    lines += _egress(rows)
     lines += _why_semantics(rows)
     lines += _per_figure(rows)
     lines += _mechanisms(rows)
@@ -1464,6 +1475,124 @@ def _absolute(rows: Sequence[RowRuns]) -> list[str]:
         *_table(["row", *(LABEL[p] for p in policies)], body, "l" + "r" * len(policies)),
         "",
     ]
+
+
+def _ranks(means: Mapping[str, float]) -> dict[str, int]:
+    """1 = the lowest mean; equal means share a rank."""
+    return {p: 1 + sum(m < x for m in means.values()) for p, x in means.items()}
+
+
+def _egress(rows: Sequence[RowRuns]) -> list[str]:
+    policies = (REFERENCE, *BASELINES, *ABLATIONS)
+    seeds = rows[0].seeds
+    body = []
+    notes: list[str] = []
+    same = True  # the electricity of every run is the same with egress charged
+    for row in rows:
+        if row.semantics != CHART_SEMANTICS:
+            continue
+        plain = row.runs[DEFAULT]
+        charged = row.runs[EGRESS]
+
+        def mean(xs: Sequence[float]) -> float:
+            return math.fsum(xs) / len(xs)
+
+        elec = {p: mean([plain[p][s].total_cost_usd for s in seeds]) for p in policies}
+        egress = {p: mean([charged[p][s].egress_usd for s in seeds]) for p in policies}
+        total = {
+            p: mean([charged[p][s].total_cost_usd + charged[p][s].egress_usd for s in seeds])
+            for p in policies
+        }
+        same = same and all(
+            charged[p][s].total_cost_usd == plain[p][s].total_cost_usd
+            for p in policies
+            for s in seeds
+        )
+        r0, r1 = _ranks(elec), _ranks(total)
+        cheapest = [LABEL[p] for p in policies if r0[p] == 1]
+        winners = [LABEL[p] for p in policies if r1[p] == 1]
+        free = [LABEL[p] for p in policies if egress[p] == 0.0]
+        paying = [100 * egress[p] / total[p] for p in policies if egress[p] > 0.0]
+        share = (
+            f"egress is {min(paying):.0f}% to {max(paying):.0f}% of the others' totals"
+            if paying
+            else "no policy pays egress"
+        )
+        least = (
+            f"{_and(cheapest)} {_verb(cheapest)} the least both for electricity and in total "
+            "with egress"
+            if cheapest == winners
+            else f"{_and(cheapest)} {_verb(cheapest)} the least for electricity and "
+            f"{_and(winners)} the least in total with egress"
+        )
+        notes.append(
+            f"On `{row.scenario}`, {least}. "
+            f"{_and(free) if free else 'No policy'} {_verb(free)} no egress (none of "
+            f"{'their' if len(free) != 1 else 'its'} jobs crosses a region) and {share}."
+        )
+        for p in sorted(policies, key=lambda p: (r0[p], policies.index(p))):
+            move = r1[p] - r0[p]
+            change = "=" if move == 0 else (f"down {move}" if move > 0 else f"up {-move}")
+            body.append(
+                [
+                    row.scenario,
+                    LABEL[p],
+                    _usd(elec[p]),
+                    str(r0[p]),
+                    _usd(egress[p]),
+                    f"{100 * egress[p] / total[p]:.1f}%",
+                    _usd(total[p]),
+                    str(r1[p]),
+                    change,
+                ]
+            )
+    check = (
+        "Every run's electricity is the same to the cent with egress charged: placement does "
+        "not see the egress price (it is accounting only), so the runs differ by the egress "
+        "term alone."
+        if same
+        else "Some runs' electricity differs with egress charged, which placement should not "
+        "see (accounting only)."
+    )
+    head = [
+        "scenario",
+        "policy",
+        "electricity $",
+        "rank",
+        "egress $",
+        "egress share",
+        "electricity + egress $",
+        "rank",
+        "rank change",
+    ]
+    return [
+        "## Egress: the cost ranking with cross-region traffic charged",
+        "",
+        f"The default world (`{CHART_SEMANTICS.name}`, memory checked) again, with every "
+        f"cross-region hop of a pipeline charged ${DEFAULT_EGRESS_USD_PER_GB:.2f}/GB each way "
+        "(AWS's inter-region rate; `load_scenario(..., egress_usd_per_gb=0.02)`, SPEC section "
+        "10): an iteration sends M activations of A bytes forward over each hop u->v and as "
+        "many gradients back over v->u, so a job's egress is `I * M * A * (e_uv + e_vu) / 1e9` "
+        "dollars per hop. Means over the seeds; ranks by the mean total, 1 the cheapest (a "
+        "rank change `down 2` is two places worse with egress). The paper's cost (Eq. 8) has "
+        f"no egress term. {check}",
+        "",
+        *_table(head, body, "ll" + "r" * (len(head) - 2)),
+        "",
+        " ".join(notes),
+        "",
+    ]
+
+
+def _verb(names: Sequence[str]) -> str:
+    return "pays" if len(names) == 1 else "pay"
+
+
+def _and(names: Sequence[str]) -> str:
+    """``A``, ``A and B``, ``A, B and C``."""
+    if len(names) <= 1:
+        return "".join(names)
+    return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 _FIGURE_CHARTS = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from exp_helpers import PNG_SIGNATURE, header, section, table
 
 from bacepipe_env.cli import main
 from bacepipe_env.core.perf import iteration_time
@@ -27,7 +29,6 @@ from bacepipe_env.scenarios import load_scenario
 
 SEEDS = [0, 1]
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "reproduction.md"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture(scope="module")
@@ -35,36 +36,6 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[ReproduceOutcome, 
     out = tmp_path_factory.mktemp("reproduce")
     outcome = run_reproduce(out, SEEDS, progress=False)
     return outcome, (out / "reproduction.md").read_text(encoding="utf-8")
-
-
-def section(md: str, heading: str) -> str:
-    """The text from ``heading`` to the next heading of the same or a higher level."""
-    level = heading.split(" ", 1)[0]
-    lines = md.splitlines()
-    start = lines.index(heading)
-    end = next(
-        (
-            i
-            for i in range(start + 1, len(lines))
-            if lines[i].startswith("#") and len(lines[i].split(" ", 1)[0]) <= len(level)
-        ),
-        len(lines),
-    )
-    return "\n".join(lines[start:end])
-
-
-def table(text: str) -> list[list[str]]:
-    """The body rows of the first markdown table in ``text``, as stripped cells."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
-    rows = lines[start:end]
-    return [[c.strip() for c in r.strip("|").split("|")] for r in rows[2:]]
-
-
-def header(text: str) -> list[str]:
-    line = next(line for line in text.splitlines() if line.startswith("|"))
-    return [c.strip() for c in line.strip("|").split("|")]
 
 
 def cell(md: str, semantics: str, scenario: str, claim: str) -> str:
@@ -172,6 +143,74 @@ def test_fig1_section(report: tuple[ReproduceOutcome, str]) -> None:
     summary = " ".join(section(md, "## Row by row").split())
     assert summary.count("the Fig. 1 example is infeasible") == 6
     assert summary.count("the Fig. 1 example runs") == 2
+
+
+def _usd(x: float) -> str:
+    return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
+
+
+def test_egress_table_equals_the_hand_formula(report: tuple[ReproduceOutcome, str]) -> None:
+    """Each policy's egress is the sum over its jobs and cross-region hops u->v of
+    I * M * A * (e_uv + e_vu) / 1e9 dollars (activations forward, gradients back), with
+    e = $0.02/GB; the electricity is the default world's without egress; ranks follow."""
+    _, md = report
+    sec = section(md, "## Egress: the cost ranking with cross-region traffic charged")
+    head = header(sec)
+    assert head == [
+        "scenario",
+        "policy",
+        "electricity $",
+        "rank",
+        "egress $",
+        "egress share",
+        "electricity + egress $",
+        "rank",
+        "rank change",
+    ]
+    rows = table(sec)
+    labels = {"BACE-Pipe": "bace-pipe", "LCF": "lcf", "LDF": "ldf", "CR-LCF": "cr-lcf"}
+    labels |= {"CR-LDF": "cr-ldf", "w/o Pathfinder": "no-pathfinder"}
+    labels |= {"w/o Priority": "no-priority", "w/o Cost-Min": "no-costmin"}
+    assert len(rows) == 2 * len(labels)
+    rate = 0.02  # $/GB each way, AWS inter-region
+    for scenario in SCENARIOS:
+        mine = [r for r in rows if r[0] == scenario]
+        assert {r[1] for r in mine} == set(labels)
+        elec, total = {}, {}
+        for r in mine:
+            policy = labels[r[1]]
+            egress, plain = [], []
+            for seed in SEEDS:
+                world = {"admission": "greedy", "ignore_memory": False}
+                sc = load_scenario(scenario, seed=seed, egress_usd_per_gb=rate, **world)
+                res = make_policy(policy, seed=seed).simulate(sc)
+                dollars = 0.0
+                for job in res.records:
+                    prof = sc.profiles[job.job_id]
+                    path = job.placement.path
+                    for u, v in itertools.pairwise(path):
+                        assert u != v
+                        e_uv = e_vu = rate  # forward on u->v, backward on v->u
+                        bytes_each_way = prof.iterations * prof.n_micro * prof.activation_bytes
+                        dollars += bytes_each_way * (e_uv + e_vu) / 1e9
+                egress.append(dollars)
+                plain.append(
+                    make_policy(policy, seed=seed)
+                    .simulate(load_scenario(scenario, seed=seed, **world))
+                    .total_cost
+                )
+            e, c = sum(egress) / len(SEEDS), sum(plain) / len(SEEDS)
+            assert r[4] == _usd(e), (scenario, policy)
+            assert r[2] == _usd(c), (scenario, policy)
+            elec[r[1]], total[r[1]] = c, c + e
+        for r in mine:
+            r0 = 1 + sum(x < elec[r[1]] for x in elec.values())
+            r1 = 1 + sum(x < total[r[1]] for x in total.values())
+            assert (int(r[3]), int(r[7])) == (r0, r1), r
+            move = r1 - r0
+            assert r[8] == ("=" if move == 0 else f"down {move}" if move > 0 else f"up {-move}")
+        # single-region policies pay no egress
+        assert next(r for r in mine if r[1] == "LCF")[4] == "$0.00"
 
 
 def test_mechanisms_exactly_for_the_claims_no_row_reproduces(

@@ -186,6 +186,7 @@ LAYOUT_KEYS = (
     "reward",
     "scales",
     "preview",
+    "grid_features",
 )
 
 

@@ -1,27 +1,43 @@
-"""Environment throughput: env steps per second with random masked actions.
+"""Environment throughput: env steps per second with random masked actions, and the CPU time of
+a 1,000-job GeoPipe-Online-v0 episode beside CartPole-v1's for 1,000 random steps.
 
 For each registered id, plays random legal actions (uniform over the action mask) for a fixed
 time per repeat, resetting at episode ends, and prints the best and median of the repeats.
 Timing covers ``step`` and ``reset`` and the action choice, pinned to one core.
 
-Run: ``python benchmarks/bench_env.py [--seconds S] [--repeats R]``.
+Then the long-horizon measurement: ``gym.make("bacepipe_env/GeoPipe-Online-v0", n_jobs=1000)``
+played to its end with random legal actions (sampled from the mask), CPU time
+(``time.process_time``) per episode including ``reset``, the median over ``--episodes`` seeds;
+and, measured in the same run, the CPU time of 1,000 random steps of ``CartPole-v1`` (resetting
+when a pole falls), the median over as many repeats. The target is 0.5 s per 1,000-job episode.
+
+Run: ``python benchmarks/bench_env.py [--seconds S] [--repeats R] [--episodes E]
+[--profile]`` (``--profile`` prints cProfile's top functions of one 1,000-job episode).
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import os
 import platform
+import pstats
 import statistics
 import time
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 import bacepipe_env  # noqa: F401  (registers the ids)
 
+ONLINE_ID = "bacepipe_env/GeoPipe-Online-v0"
+ONLINE_JOBS = 1000
+CARTPOLE_STEPS = 1000
+TARGET_S = 0.5  # CPU seconds per 1,000-job Online episode
 
-def _measure(env_id: str, seconds: float, seed: int, **kwargs: object) -> float:
+
+def _measure(env_id: str, seconds: float, seed: int, **kwargs: Any) -> float:
     env = gym.make(env_id, **kwargs).unwrapped  # no wrappers: the env's own cost
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
@@ -36,11 +52,44 @@ def _measure(env_id: str, seconds: float, seed: int, **kwargs: object) -> float:
     return steps / elapsed
 
 
+def online_episode(env: gym.Env[Any, Any], seed: int) -> tuple[float, int, int]:
+    """CPU seconds (reset included), steps and jobs completed of one episode of ``env`` played
+    with random legal actions, sampled from the mask by the action space."""
+    env.action_space.seed(seed)
+    start = time.process_time()
+    _, info = env.reset(seed=seed)
+    steps = 0
+    while True:
+        action = env.action_space.sample(mask=info["action_mask"].astype(np.int8))
+        _, _, terminated, truncated, info = env.step(action)
+        steps += 1
+        if terminated or truncated:
+            break
+    cpu = time.process_time() - start
+    return cpu, steps, int(info.get("episode_jobs_completed", -1))
+
+
+def cartpole_steps(seed: int, n: int = CARTPOLE_STEPS) -> float:
+    """CPU seconds of ``n`` random steps of CartPole-v1 (reset included, and on every end)."""
+    env = gym.make("CartPole-v1")
+    env.action_space.seed(seed)
+    start = time.process_time()
+    env.reset(seed=seed)
+    for _ in range(n):
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        if terminated or truncated:
+            env.reset()
+    return time.process_time() - start
+
+
 def main() -> None:
-    """Print steps/s for every registered id, with and without placement previews."""
+    """Print steps/s for every registered id, with and without placement previews, then the
+    1,000-job Online episode's CPU time beside CartPole-v1's."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="time per repeat")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--episodes", type=int, default=5, help="1,000-job Online episodes")
+    parser.add_argument("--profile", action="store_true", help="cProfile one Online episode")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -52,6 +101,7 @@ def main() -> None:
         "bacepipe_env/GeoPipe-v1",
         "bacepipe_env/GeoPipe-Random-v1",
         "bacepipe_env/GeoPipe-Fig1-v1",
+        ONLINE_ID,
     ):
         for preview in (True, False):
             rates = [
@@ -62,6 +112,32 @@ def main() -> None:
                 f"{env_id:34s} preview={preview!s:5s}  best {max(rates):8,.0f} steps/s  "
                 f"median {statistics.median(rates):8,.0f}"
             )
+
+    env = gym.make(ONLINE_ID, n_jobs=ONLINE_JOBS)
+    online_episode(env, 10_000)  # warm-up: the scenario file, the hourly series, the imports
+    runs = [online_episode(env, seed) for seed in range(args.episodes)]
+    cpu = [c for c, _, _ in runs]
+    assert all(done == ONLINE_JOBS for _, _, done in runs), runs  # every episode finished
+    cartpole_steps(10_000)  # warm-up
+    pole = [cartpole_steps(seed) for seed in range(args.episodes)]
+    median, pole_median = statistics.median(cpu), statistics.median(pole)
+    verdict = "met" if median <= TARGET_S else "MISSED"
+    print(
+        f"\n{ONLINE_ID} n_jobs={ONLINE_JOBS}, random legal actions, CPU per episode "
+        f"(reset included), {args.episodes} seeds:\n"
+        f"  median {median:.3f} s  (min {min(cpu):.3f}, max {max(cpu):.3f}; "
+        f"{statistics.median(s for _, s, _ in runs):,.0f} steps)  "
+        f"target {TARGET_S} s: {verdict}\n"
+        f"CartPole-v1, {CARTPOLE_STEPS:,} random steps, same run:\n"
+        f"  median {pole_median:.4f} s  -> the Online episode costs "
+        f"{median / pole_median:.0f} x as much CPU"
+    )
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        online_episode(env, 0)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
 
 
 if __name__ == "__main__":

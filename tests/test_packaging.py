@@ -25,7 +25,12 @@ from bacepipe_env.errors import BacepipeError
 
 ROOT = Path(__file__).resolve().parents[1]
 HINT = "pip install 'bacepipe-env[train]'"
-IDS = ("bacepipe_env/GeoPipe-v1", "bacepipe_env/GeoPipe-Fig1-v1", "bacepipe_env/GeoPipe-Random-v1")
+IDS = (
+    "bacepipe_env/GeoPipe-v1",
+    "bacepipe_env/GeoPipe-Fig1-v1",
+    "bacepipe_env/GeoPipe-Random-v1",
+    "bacepipe_env/GeoPipe-Online-v0",
+)
 
 
 def _env() -> dict[str, str]:

@@ -274,6 +274,19 @@ class _Running:
     cost_rate: float  # $/s while running, Eq. (4) per second (flat prices)
     carbon_rate: float  # kg/s while running (flat carbon)
     egress: float  # $ of its cross-region traffic over the whole execution
+    price_sum: float  # sum_r n_r P_r, $/kWh (flat prices)
+    carbon_sum: float  # sum_r n_r c_r, g/kWh (flat carbon)
+
+
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values with numpy's default ("linear") method, without
+    numpy's per-call overhead: ``numpy.percentile(values, 100 * q)`` to the last bit."""
+    h = (len(ordered) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(ordered) - 1)
+    a, b, t = ordered[lo], ordered[hi], h - lo
+    diff = b - a
+    return b - diff * (1.0 - t) if t >= 0.5 else a + diff * t
 
 
 class Simulator:
@@ -493,6 +506,11 @@ class Simulator:
     @property
     def carbon_accrued(self) -> float:
         """Emissions of the running jobs' electricity so far (kg CO2e); at the end, the total."""
+        if self._flat:  # computed when asked: the finished jobs', plus the running ones' so far
+            now = self._time
+            return self._carbon_accrued + math.fsum(
+                r.carbon_rate * (now - r.start) for r in self._running.values()
+            )
         return self._carbon_accrued
 
     @property
@@ -618,7 +636,8 @@ class Simulator:
         makespan = max(r.finish_time for r in recs) - first
         busy = math.fsum(r.n_gpus * r.execution for r in recs)
         total = self._cluster.total_gpus
-        p50, p95, p99 = np.percentile([r.jct for r in recs], (50, 95, 99)).tolist()
+        jcts = sorted(r.jct for r in recs)
+        p50, p95, p99 = (_percentile(jcts, q) for q in (0.50, 0.95, 0.99))
         tariff = self._tariff
         return RunResult(
             scenario=self.scenario.name,
@@ -665,9 +684,8 @@ class Simulator:
         """Cost and carbon of the running jobs over ``[t0, t1]``, where none starts or ends."""
         running = self._running.values()
         dt = t1 - t0
-        if self._flat:
+        if self._flat:  # (flat carbon is summed when asked, see carbon_accrued)
             self._cost_accrued += dt * math.fsum(r.cost_rate for r in running)
-            self._carbon_accrued += dt * math.fsum(r.carbon_rate for r in running)
         else:  # the busy GPUs of each region, times its price's and carbon's integrals
             tariff, power = self._tariff, self._cluster.power_kw
             cost = carbon = 0.0
@@ -736,7 +754,16 @@ class Simulator:
             each_way = prof.iterations * prof.n_micro * prof.activation_bytes
             egress = self._tariff.egress_cost(p.path, each_way)
         self._running[job_id] = _Running(
-            p, self._time, finish, execution, reserved, rate, carbon_rate, egress
+            p,
+            self._time,
+            finish,
+            execution,
+            reserved,
+            rate,
+            carbon_rate,
+            egress,
+            price_sum,
+            carbon_sum,
         )
         self._push(finish, _COMPLETION, job_id)
 
@@ -754,10 +781,8 @@ class Simulator:
         wait = run.start - job.submit_time
         power = self._cluster.power_kw
         if self._flat:
-            price_sum = math.fsum(g * self._prices[r] for r, g in zip(p.path, p.gpus))
-            cost = electricity_cost(run.execution, price_sum, power)  # Eq. (4)
-            carbon_sum = math.fsum(g * self._carbon[r] for r, g in zip(p.path, p.gpus))
-            carbon = hours(run.execution) * carbon_sum * power / 1000.0
+            cost = electricity_cost(run.execution, run.price_sum, power)  # Eq. (4)
+            carbon = hours(run.execution) * run.carbon_sum * power / 1000.0
         else:  # the integrals of SPEC section 10 over [start, finish]
             t0, t1, tariff = run.start, run.finish, self._tariff
             cost = power * math.fsum(
@@ -768,6 +793,8 @@ class Simulator:
                 * math.fsum(g * tariff.carbon_hours(r, t0, t1) for r, g in zip(p.path, p.gpus))
                 / 1000.0
             )
+        if self._flat:
+            self._carbon_accrued += run.carbon_rate * run.execution
         prof = self._profiles[job_id]
         jct = wait + run.execution  # Eq. (3)
         self._records[job_id] = JobRecord(

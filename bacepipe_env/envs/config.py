@@ -27,6 +27,7 @@ __all__ = [
     "make_placement",
     "require_choice",
     "resolve_action",
+    "resolve_max_queue",
     "resolve_max_regions",
 ]
 
@@ -41,7 +42,8 @@ C = TypeVar("C")
 class ObsScales:
     """Constants that bring observation features to O(1) for any scenario.
 
-    GPU counts are divided by ``gpus``, prices by ``price`` ($/kWh); bandwidth enters as
+    GPU counts are divided by ``gpus``, prices by ``price`` ($/kWh), grid carbon intensities
+    by ``carbon`` (gCO2e/kWh; the optional ``grid`` array); bandwidth enters as
     ``log10(1 + Gbps) / log_gbps`` and durations as ``log10(1 + hours) / log_hours``, so that
     1 Gbps to 100 Gbps and one hour to 10,000 hours both land in [0, 1]-ish ranges.
     """
@@ -50,9 +52,10 @@ class ObsScales:
     price: float = 0.35
     log_gbps: float = 2.0
     log_hours: float = 4.0
+    carbon: float = 600.0
 
     def __post_init__(self) -> None:
-        for name in ("gpus", "price", "log_gbps", "log_hours"):
+        for name in ("gpus", "price", "log_gbps", "log_hours", "carbon"):
             value = require_float(
                 f"scales.{name}", getattr(self, name), positive=True, exc=ValidationError
             )
@@ -63,19 +66,23 @@ class ObsScales:
 class RewardConfig:
     """Weights of the default per-step reward (:class:`~bacepipe_env.envs.reward.JctCostReward`).
 
-    ``r_t = -(jct_weight * dJ_t / (N * jct_scale) + cost_weight * dC_t / cost_scale)``
-    ``- illegal_penalty * [action was illegal]``, where ``dJ_t`` is the job-seconds spent in the
-    system and ``dC_t`` the electricity cost incurred since the previous decision. The episode's
-    return is therefore ``-(jct_weight * avg_JCT / jct_scale + cost_weight * total_cost /
-    cost_scale) - penalties``. The scales are set per episode from its jobs (see the docs).
+    ``r_t = -(jct_weight * dJ_t / (N * jct_scale) + cost_weight * dC_t / cost_scale +``
+    ``carbon_weight * dG_t / carbon_scale) - illegal_penalty * [action was illegal]``, where
+    ``dJ_t`` is the job-seconds spent in the system, ``dC_t`` the cost ($, electricity plus
+    egress when the tariff charges it) and ``dG_t`` the emissions (kg CO2e) incurred since the
+    previous decision. The episode's return is therefore ``-(jct_weight * avg_JCT / jct_scale +
+    cost_weight * total_cost / cost_scale + carbon_weight * total_carbon / carbon_scale) -
+    penalties``. The scales are set per episode from its jobs (see the docs). ``carbon_weight``
+    defaults to 0: the default reward is the paper's two objectives alone.
     """
 
     jct_weight: float = 1.0
     cost_weight: float = 0.25
     illegal_penalty: float = 0.0
+    carbon_weight: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("jct_weight", "cost_weight", "illegal_penalty"):
+        for name in ("jct_weight", "cost_weight", "illegal_penalty", "carbon_weight"):
             value = require_float(
                 f"reward.{name}", getattr(self, name), minimum=0.0, exc=ValidationError
             )
@@ -113,8 +120,10 @@ def make_generator(
 ) -> Callable[[np.random.Generator], Scenario]:
     """The episode generator of a scenario source (see :data:`ScenarioSource`).
 
-    ``scenario_knobs`` are ``bandwidth_scale``, ``gpu_scale``, ``n_jobs``, ``ignore_memory`` for
-    a named scenario, the :class:`RandomScenarioGenerator` fields for ``"random"``.
+    ``scenario_knobs`` are :class:`ScenarioSampler`'s for a named scenario (``bandwidth_scale``,
+    ``gpu_scale``, ``n_jobs``, ``ignore_memory``, ``admission``, ``prices``, ``start_hour``,
+    ``egress_usd_per_gb``, ``load``), the :class:`RandomScenarioGenerator` fields for
+    ``"random"``.
     """
     if scenario_knobs and not isinstance(scenario, str):
         raise ValidationError(
@@ -133,10 +142,20 @@ def make_generator(
 
 def resolve_max_regions(max_regions: int | None, generator: object) -> int:
     """``max_regions``, or the generator's ``max_regions`` attribute when it is None."""
-    k = max_regions if max_regions is not None else getattr(generator, "max_regions", None)
+    return _from_generator("max_regions", max_regions, generator, "max_regions")
+
+
+def resolve_max_queue(max_queue: int | None, generator: object) -> int:
+    """``max_queue``, or the generator's ``max_jobs`` attribute when it is None: a window that
+    holds every job an episode can have, so that no candidate is ever out of sight."""
+    return _from_generator("max_queue", max_queue, generator, "max_jobs")
+
+
+def _from_generator(field: str, value: int | None, generator: object, attribute: str) -> int:
+    k = value if value is not None else getattr(generator, attribute, None)
     if k is None:
-        raise ValidationError("max_regions", None, "give it for a generator without one")
-    return require_int("max_regions", k, minimum=1, exc=ValidationError)
+        raise ValidationError(field, None, f"give it for a generator without {attribute}")
+    return require_int(field, k, minimum=1, exc=ValidationError)
 
 
 def resolve_action(action: Any, mask: np.ndarray, strict: bool) -> tuple[int, bool]:

@@ -2,20 +2,25 @@
 the tests.
 
 :data:`FEATURES` lists the observation's float arrays (``regions``, ``bandwidth``, ``queue``,
-``summary``): each :class:`Feature` has a name, a shape in terms of ``max_regions`` and
-``max_queue``, a description, its named columns and the function that computes it.
-:class:`ObservationEncoder` runs those functions at each decision; :func:`observation_space`
-builds the Gymnasium space from the same table; :func:`markdown_table` writes the Observation
-tables of ``docs/environment.md``, and a test checks that the docs carry them.
+``summary``, and the optional ``grid``): each :class:`Feature` has a name, a shape in terms of
+``max_regions`` and ``max_queue``, a description, its named columns (with their lower bounds),
+the function that computes it and, for an optional array, the
+:class:`~bacepipe_env.envs.geopipe.GeoPipeEnv` keyword that turns it on (``enabled_by``).
+:func:`active_features` picks the arrays of an environment; :class:`ObservationEncoder` runs
+their functions at each decision; :func:`observation_space` and :func:`flat_space` build the
+Gymnasium spaces from the same table; :func:`markdown_table` writes the Observation tables of
+``docs/environment.md``, and a test checks that the docs carry them.
 
-Every value is float32 and >= 0, brought to O(1) by :class:`~bacepipe_env.envs.config.ObsScales`.
-The observation holds only what a real scheduler knows: no future arrivals.
+Every value is float32, brought to O(1) by :class:`~bacepipe_env.envs.config.ObsScales`, and
+>= 0 except ``grid``'s ``price_now``: an hourly electricity price can be negative, so that
+column's Box bound is ``-inf`` (the only one). The observation holds only what a real
+scheduler knows: no future arrivals, no future prices.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -32,6 +37,8 @@ from .previews import Preview
 __all__ = [
     "BANDWIDTH_LAYERS",
     "FEATURES",
+    "GRID_FEATURES",
+    "OPTIONAL_FEATURES",
     "QUEUE_FEATURES",
     "REGION_FEATURES",
     "SUMMARY_FEATURES",
@@ -39,6 +46,7 @@ __all__ = [
     "Decision",
     "Feature",
     "ObservationEncoder",
+    "active_features",
     "feature",
     "flat_space",
     "flatten",
@@ -49,10 +57,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Column:
-    """One named column of a feature array (a layer, for ``bandwidth``)."""
+    """One named column of a feature array (a layer, for ``bandwidth``), and the lower bound
+    its values keep (the observation space's ``low``; every upper bound is ``inf``)."""
 
     name: str
     description: str
+    low: float = 0.0
 
 
 class Decision(NamedTuple):
@@ -67,8 +77,10 @@ class Decision(NamedTuple):
 class Feature:
     """One float32 array of the observation.
 
-    ``shape`` holds ints and the names ``"max_regions"`` / ``"max_queue"``; the axis that
-    ``columns`` name is the last one (the first for ``bandwidth``).
+    ``shape`` holds ints and the names ``"max_regions"`` / ``"max_queue"``; ``columns`` name
+    the axis ``column_axis`` (the last one, the first for ``bandwidth``). ``enabled_by`` is
+    None for an array every observation has, else the ``GeoPipeEnv`` keyword (a bool, default
+    False) that adds it.
     """
 
     name: str
@@ -76,6 +88,8 @@ class Feature:
     description: str
     columns: tuple[Column, ...]
     encode: Callable[[ObservationEncoder, Decision], np.ndarray]
+    column_axis: int = -1
+    enabled_by: str | None = None
 
     def resolve(self, max_queue: int, max_regions: int) -> tuple[int, ...]:
         """The concrete shape for a window of ``max_queue`` and ``max_regions`` regions."""
@@ -86,6 +100,18 @@ class Feature:
     def column_names(self) -> tuple[str, ...]:
         """The columns' names, in index order."""
         return tuple(c.name for c in self.columns)
+
+    def space(self, max_queue: int, max_regions: int) -> spaces.Box:
+        """This array's Box: each column's ``low`` (broadcast along the other axes) to inf."""
+        shape = self.resolve(max_queue, max_regions)
+        lows = [c.low for c in self.columns]
+        if not any(lows):  # all zero: the scalar-bounded Box the v1 spaces always had
+            return spaces.Box(0.0, np.inf, shape=shape, dtype=np.float32)
+        axis = self.column_axis % len(shape)
+        view = [1] * len(shape)
+        view[axis] = len(lows)
+        low = np.broadcast_to(np.array(lows, dtype=np.float32).reshape(view), shape)
+        return spaces.Box(low, np.full(shape, np.inf, np.float32), dtype=np.float32)
 
 
 def _log_gbps(bytes_per_s: np.ndarray, sc: ObsScales) -> np.ndarray:
@@ -110,12 +136,24 @@ class ObservationEncoder:
     bandwidth_obs: np.ndarray  # (2, max_regions, max_regions), the cached array
     job_static: dict[int, tuple[float, float, float]]  # job id -> queue columns 3-5
     k_star: dict[int, int]  # job id -> K*
+    grid_hour: int | None  # the tariff hour grid_obs holds (None: not computed yet)
+    grid_obs: np.ndarray  # (max_regions, 2), the cached ``grid`` array
 
-    def __init__(self, max_queue: int, max_regions: int, scales: ObsScales) -> None:
+    def __init__(
+        self,
+        max_queue: int,
+        max_regions: int,
+        scales: ObsScales,
+        enabled: Collection[str] = (),
+    ) -> None:
         self.max_queue = max_queue
         self.max_regions = max_regions
         self.scales = scales
+        self.features = active_features(enabled)  # the arrays this encoder fills
+        self._encoders = tuple((f.name, f.encode) for f in self.features)
         self._cluster: object = None  # the cluster the static arrays were made for
+        self.grid_hour = None
+        self.grid_obs = np.zeros((max_regions, len(GRID_COLUMNS)), dtype=np.float32)
 
     def start(self, scenario: Scenario) -> None:
         """Static parts of an episode's observations."""
@@ -148,10 +186,11 @@ class ObservationEncoder:
                 p.k_star / sc.gpus,
             )
             self.k_star[j] = p.k_star
+        self.grid_hour = None  # a new episode: a new tariff, maybe a new start hour
 
     def encode(self, d: Decision) -> dict[str, np.ndarray]:
-        """The float arrays of :data:`FEATURES` at decision ``d``."""
-        return {name: encode(self, d) for name, encode in _ENCODERS}
+        """The float arrays of this encoder's :data:`FEATURES` at decision ``d``."""
+        return {name: encode(self, d) for name, encode in self._encoders}
 
 
 # ------------------------------------------------------------------------ the four arrays
@@ -230,6 +269,23 @@ def _summary(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     )
 
 
+def _grid(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    sim = d.sim
+    tariff = sim.tariff
+    # A flat tariff never changes; an hourly one only when h = floor(t / 3600 + start_hour),
+    # the hour of its series (see bacepipe_env.core.tariff), does: compute once per hour.
+    hour = 0 if tariff.flat else math.floor(sim.time / 3600.0 + tariff.start_hour)
+    if hour != enc.grid_hour:
+        now, price, carbon, k = sim.time, enc.scales.price, enc.scales.carbon, enc.k
+        grid = np.zeros((enc.max_regions, len(GRID_COLUMNS)), dtype=np.float32)
+        grid[:k] = [
+            (tariff.price_at(r, now) / price, tariff.carbon_at(r, now) / carbon) for r in range(k)
+        ]
+        enc.grid_hour, enc.grid_obs = hour, grid
+    out: np.ndarray = enc.grid_obs.copy()
+    return out
+
+
 # ------------------------------------------------------------------------------ the table
 REGION_COLUMNS = (
     Column("present", "1 for a region of the scenario, 0 for padding"),
@@ -263,6 +319,16 @@ SUMMARY_COLUMNS = (
     Column("running", "running jobs / max_queue"),
     Column("free_gpu_frac", "free GPUs / total GPUs"),
 )
+GRID_COLUMNS = (
+    Column(
+        "price_now",
+        "electricity price now, $/kWh / `scales.price` (0.35), not clipped: an hourly price "
+        "can be negative (EU-Central's 2023 series dips to -0.30 $/kWh, -0.85 here), so this "
+        "column alone is unbounded below (Box low `-inf`), and spikes reach 14 (OC-East)",
+        low=-np.inf,
+    ),
+    Column("carbon_now", "grid carbon intensity now, gCO2e/kWh / `scales.carbon` (600)"),
+)
 
 #: The observation's float arrays, in the order the docs list them. ``obs["action_mask"]``
 #: (int8, ``(n_actions,)``) comes with them.
@@ -280,6 +346,7 @@ FEATURES: tuple[Feature, ...] = (
         "per directed link u -> v (zero diagonal)",
         BANDWIDTH_COLUMNS,
         _bandwidth,
+        column_axis=0,
     ),
     Feature(
         "queue",
@@ -295,13 +362,24 @@ FEATURES: tuple[Feature, ...] = (
         SUMMARY_COLUMNS,
         _summary,
     ),
+    Feature(
+        "grid",
+        ("max_regions", len(GRID_COLUMNS)),
+        "per region, the tariff's price and carbon intensity at the decision's time (zero "
+        "rows pad); constant under flat prices, changing on the hour under hourly ones",
+        GRID_COLUMNS,
+        _grid,
+        enabled_by="grid_features",
+    ),
 )
 
-_ENCODERS = tuple((f.name, f.encode) for f in FEATURES)
 REGION_FEATURES = tuple(c.name for c in REGION_COLUMNS)
 BANDWIDTH_LAYERS = tuple(c.name for c in BANDWIDTH_COLUMNS)
 QUEUE_FEATURES = tuple(c.name for c in QUEUE_COLUMNS)
 SUMMARY_FEATURES = tuple(c.name for c in SUMMARY_COLUMNS)
+GRID_FEATURES = tuple(c.name for c in GRID_COLUMNS)
+#: The ``GeoPipeEnv`` keywords that add optional arrays, in table order.
+OPTIONAL_FEATURES: tuple[str, ...] = tuple(f.enabled_by for f in FEATURES if f.enabled_by)
 
 
 def feature(name: str) -> Feature:
@@ -312,20 +390,40 @@ def feature(name: str) -> Feature:
     raise KeyError(name)
 
 
-def observation_space(max_queue: int, max_regions: int, n_actions: int) -> spaces.Dict:
-    """The Dict space of :data:`FEATURES` plus the action mask."""
+def active_features(enabled: Collection[str] = ()) -> tuple[Feature, ...]:
+    """The arrays of :data:`FEATURES` an observation has: every one that is always there, and
+    the optional ones whose ``enabled_by`` keyword is in ``enabled``."""
+    unknown = set(enabled) - set(OPTIONAL_FEATURES)
+    if unknown:
+        raise KeyError(f"no optional feature is enabled by {sorted(unknown)}")
+    return tuple(f for f in FEATURES if f.enabled_by is None or f.enabled_by in enabled)
+
+
+def observation_space(
+    max_queue: int, max_regions: int, n_actions: int, enabled: Collection[str] = ()
+) -> spaces.Dict:
+    """The Dict space of the active :data:`FEATURES` (see :func:`active_features`) plus the
+    action mask."""
     arrays: dict[str, spaces.Space[Any]] = {
-        f.name: spaces.Box(0.0, np.inf, shape=f.resolve(max_queue, max_regions), dtype=np.float32)
-        for f in FEATURES
+        f.name: f.space(max_queue, max_regions) for f in active_features(enabled)
     }
     arrays["action_mask"] = spaces.MultiBinary(n_actions)
     return spaces.Dict(arrays)
 
 
 def flat_space(space: spaces.Dict) -> spaces.Box:
-    """One Box holding every array of ``space`` (for ``MlpPolicy``)."""
-    size = int(sum(np.prod(s.shape or ()) for s in space.spaces.values()))
-    return spaces.Box(0.0, np.inf, shape=(size,), dtype=np.float32)
+    """One Box holding every array of ``space`` (for ``MlpPolicy``), in :func:`flatten`'s
+    order, with each array's lower bounds (0 for the mask) and no upper bound."""
+    parts = space.spaces.values()
+    size = int(sum(np.prod(s.shape or ()) for s in parts))
+    lows = [
+        np.ravel(s.low) if isinstance(s, spaces.Box) else np.zeros(int(np.prod(s.shape or ())))
+        for s in parts
+    ]
+    low = np.concatenate(lows).astype(np.float32) if lows else np.zeros(0, np.float32)
+    if not low.any():  # all zero: the scalar-bounded Box the v1 spaces always had
+        return spaces.Box(0.0, np.inf, shape=(size,), dtype=np.float32)
+    return spaces.Box(low, np.full(size, np.inf, np.float32), dtype=np.float32)
 
 
 def flatten(obs: dict[str, np.ndarray], space: spaces.Dict) -> np.ndarray:
@@ -339,7 +437,8 @@ def markdown_table() -> str:
     lines = ["| key | shape | content |", "|---|---|---|"]
     for f in FEATURES:
         shape = "(" + ", ".join(str(d) for d in f.shape) + (",)" if len(f.shape) == 1 else ")")
-        lines.append(f"| `{f.name}` | {shape} | {f.description} |")
+        optional = f" (optional: `{f.enabled_by}=True`)" if f.enabled_by else ""
+        lines.append(f"| `{f.name}` | {shape} | {f.description}{optional} |")
     lines += ["| `action_mask` | (n_actions,) | the legal actions (int8) |", ""]
     lines += ["| key | index | column | content |", "|---|---|---|---|"]
     for f in FEATURES:

@@ -36,7 +36,8 @@ _ILLEGAL = ("fallback", "raise")
 
 class GeoPipeEnv(gym.Env[Any, np.int64]):
     """Choose which pending job to place next; BACE-Pipe's Pathfinder + Cost-Min (or another
-    placement policy) decides where. Rewarded on average JCT and electricity cost.
+    placement policy) decides where. Rewarded on average JCT and electricity cost (and, with
+    a ``carbon_weight``, emissions).
 
     - **Action**: ``Discrete(max_queue)`` (``+ 1`` with ``allow_wait``): a slot of the visible
       window, the first ``max_queue`` candidates in submission order; the last action waits.
@@ -53,7 +54,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         admission: ``"greedy"``, ``"finish-aware"``, ``"full"`` or a rule (default: the
             scenario's). The mask offers the jobs whose placement fits in memory; the rule decides
             when one is chosen (a declined job waits for the next event).
-        max_queue: the visible window of candidates (the action space); ``max_regions``: the
+        max_queue: the visible window of candidates (the action space; None: the generator's
+            ``max_jobs``, a window no queue can outgrow); ``max_regions``: the
             region axis' padding (default: the generator's).
         allow_wait: add a last action that places nothing until the next event.
         observation: ``"dict"`` or ``"flat"``; ``illegal_action``: ``"fallback"`` (play the
@@ -62,6 +64,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             as a :class:`RewardConfig` or mapping; ``scales``: :class:`ObsScales` or mapping.
         preview: compute each visible job's placement preview (queue features 7-10, the
             mask); off is faster and zeroes them.
+        grid_features: add the ``grid`` array (each region's price and carbon intensity now)
+            to the observation; off by default, which keeps the v1 ids' spaces.
         max_steps: truncate after this many steps (default never; ids use ``TimeLimit``).
         render_mode: ``"ansi"`` or ``"rgb_array"``.
     """
@@ -74,7 +78,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         *,
         placement: str | PlacementPolicy = "pathfinder",
         admission: str | AdmissionRule | None = None,
-        max_queue: int = 16,
+        max_queue: int | None = 16,
         max_regions: int | None = None,
         allow_wait: bool = False,
         observation: str = "dict",
@@ -82,6 +86,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         reward: RewardFn | RewardConfig | Mapping[str, float] | None = None,
         scales: ObsScales | Mapping[str, float] | None = None,
         preview: bool = True,
+        grid_features: bool = False,
         max_steps: int | None = None,
         render_mode: str | None = None,
         **scenario_knobs: Any,
@@ -90,7 +95,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.generator = cfg.make_generator(scenario, **scenario_knobs)
         self.placement = make_placement(placement)
         self.admission = None if admission is None else make_admission(admission)
-        self.max_queue = require_int("max_queue", max_queue, minimum=1, exc=ValidationError)
+        self.max_queue = cfg.resolve_max_queue(max_queue, self.generator)
         self.max_regions = cfg.resolve_max_regions(max_regions, self.generator)
         self.allow_wait: bool = cfg.require_choice("allow_wait", allow_wait, (True, False))
         self.observation_mode = cfg.require_choice("observation", observation, ("dict", "flat"))
@@ -98,6 +103,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.reward_fn = make_reward(reward)
         self.scales = cfg.coerce_config(ObsScales, scales, "scales")
         self.preview = bool(preview)
+        self.grid_features: bool = cfg.require_choice("grid_features", grid_features, (True, False))
+        enabled = ("grid_features",) if self.grid_features else ()
         if max_steps is not None:
             max_steps = require_int("max_steps", max_steps, minimum=1, exc=ValidationError)
         self.max_steps = max_steps
@@ -106,11 +113,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         q, kk = self.max_queue, self.max_regions
         self.n_actions = q + (1 if allow_wait else 0)
         self.action_space = spaces.Discrete(self.n_actions)
-        self._dict_space = features.observation_space(q, kk, self.n_actions)
+        self._dict_space = features.observation_space(q, kk, self.n_actions, enabled)
         self.observation_space = (
             self._dict_space if observation == "dict" else features.flat_space(self._dict_space)
         )
-        self.encoder = features.ObservationEncoder(q, kk, self.scales)
+        self.encoder = features.ObservationEncoder(q, kk, self.scales, enabled)
         self.previewer = PlacementPreviewer(self.placement)
         self.scenario: Scenario | None = None
         self.sim: Simulator | None = None
@@ -162,7 +169,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
 
     @property
     def reward_scales(self) -> RewardScales:
-        """This episode's reward scales (``info["jct_scale_s"]``, ``info["cost_scale_usd"]``)."""
+        """This episode's reward scales (``info["jct_scale_s"]``, ``info["cost_scale_usd"]``,
+        ``info["carbon_scale_kg"]``)."""
         self._require_sim()
         return self._meter.scales
 
@@ -242,8 +250,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             "time_s": q.time,
             "illegal_action": terms.illegal,
             **self.reward_fn.components(terms),
-            "reward_vector": np.array([-terms.jct, -terms.cost]),
+            "reward_vector": np.array([-terms.jct, -terms.cost, -terms.carbon]),
             "reward_terms": terms,
             "jct_scale_s": scales.jct_scale,
             "cost_scale_usd": scales.cost_norm,
+            "carbon_scale_kg": scales.carbon_norm,
+            "carbon_kg": self._require_sim().carbon_accrued,
         }

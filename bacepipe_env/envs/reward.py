@@ -1,11 +1,11 @@
 """The environment's reward: per-episode scales, typed per-step terms, and reward functions.
 
 Each step the environment measures what the interval since the previous decision cost, as
-:class:`RewardTerms` (job-seconds and electricity, divided by the episode's
+:class:`RewardTerms` (job-seconds, dollars and kg CO2e, divided by the episode's
 :class:`RewardScales`), and hands them to its :class:`RewardFn`, called once per step. The
 default :class:`JctCostReward` weighs them into one scalar whose episode sum is an affine
-function of the paper's two objectives; :class:`VectorReward` returns them unweighted as a
-vector (MO-Gymnasium style).
+function of the paper's two objectives and the emissions (weight 0 by default);
+:class:`VectorReward` returns them unweighted as a vector (MO-Gymnasium style).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, SupportsFloat
 
 import numpy as np
@@ -42,13 +42,16 @@ class RewardScales:
 
     ``jct_norm`` is ``N * jct_scale``: the sum over jobs of the execution time on K* GPUs in one
     region (the best each job could do alone). ``cost_norm`` is the cost of running every job
-    that way at the cluster's mean price. The one place where jobs that have not arrived yet
-    count: the reward's scale, never the observation or the mask.
+    that way at the cluster's mean (Table II) price, ``carbon_norm`` its emissions at the mean
+    of the regions' flat carbon intensities: ``sum(K* * ideal E) / 3600 * mean(carbon) *
+    power_kw / 1000`` kg. The one place where jobs that have not arrived yet count: the
+    reward's scale, never the observation or the mask.
     """
 
     jct_norm: float  # s
     cost_norm: float  # $
     n_jobs: int
+    carbon_norm: float = 1e-12  # kg CO2e
 
     @property
     def jct_scale(self) -> float:
@@ -64,7 +67,14 @@ class RewardScales:
         mean_price = sum(cl.prices) / cl.n_regions
         gpu_hours = math.fsum(p.ideal_execution * p.k_star for p in profiles) / SECONDS_PER_HOUR
         cost_norm = gpu_hours * mean_price * cl.power_kw
-        return cls(max(jct_norm, 1e-9), max(cost_norm, 1e-12), len(scenario.jobs))
+        mean_carbon = sum(cl.carbon) / cl.n_regions  # gCO2e/kWh
+        carbon_norm = gpu_hours * mean_carbon * cl.power_kw / 1000.0  # kg
+        return cls(
+            max(jct_norm, 1e-9),
+            max(cost_norm, 1e-12),
+            len(scenario.jobs),
+            max(carbon_norm, 1e-12),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,14 +83,18 @@ class RewardTerms:
 
     ``jct`` is ``dJ / jct_norm``, with ``dJ`` the job-seconds spent in the system (jobs submitted
     and not finished, times the elapsed time); ``cost`` is ``dC / cost_norm``, with ``dC`` the
-    electricity cost of the running jobs. Both are >= 0 and sum over an episode to
-    ``avg_JCT / jct_scale`` and ``total_cost / cost_scale``. ``illegal`` says whether the
-    agent's action was replaced by the fallback.
+    cost of the running jobs (electricity, plus egress when the tariff charges it); ``carbon``
+    is ``dG / carbon_norm``, with ``dG`` their emissions (kg CO2e). All are >= 0 and sum over
+    an episode to ``avg_JCT / jct_scale``, ``(total_cost + total_egress_cost) / cost_scale``
+    and ``total_carbon / carbon_scale``. ``illegal`` says whether the agent's action was
+    replaced by the fallback. ``carbon`` is keyword-only, so that ``RewardTerms(jct, cost,
+    illegal)`` keeps its meaning.
     """
 
     jct: float = 0.0
     cost: float = 0.0
     illegal: bool = False
+    carbon: float = field(default=0.0, kw_only=True)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -89,32 +103,43 @@ class RewardTerms:
 
 
 class RewardMeter:
-    """Measures each step's :class:`RewardTerms` on one episode's simulator: the job-seconds
-    and the cost accrued since the previous measurement, divided by the episode's scales."""
+    """Measures each step's :class:`RewardTerms` on one episode's simulator: the job-seconds,
+    the cost and the emissions accrued since the previous measurement, divided by the
+    episode's scales."""
 
     def __init__(self, scenario: Scenario) -> None:
         self.scales = RewardScales.of(scenario)
-        self._job_seconds = self._cost = 0.0
+        self._job_seconds = self._cost = self._carbon = 0.0
 
     def __call__(self, sim: Simulator, illegal: bool) -> RewardTerms:
         """The terms of the interval since the previous call (or the start)."""
-        js, cost = sim.job_seconds, sim.cost_accrued
+        js, cost, carbon, sc = sim.job_seconds, sim.cost_accrued, sim.carbon_accrued, self.scales
         terms = RewardTerms(
-            (js - self._job_seconds) / self.scales.jct_norm,
-            (cost - self._cost) / self.scales.cost_norm,
+            (js - self._job_seconds) / sc.jct_norm,
+            (cost - self._cost) / sc.cost_norm,
             illegal,
+            carbon=(carbon - self._carbon) / sc.carbon_norm,
         )
-        self._job_seconds, self._cost = js, cost
+        self._job_seconds, self._cost, self._carbon = js, cost, carbon
         return terms
 
 
-def episode_info(result: RunResult) -> dict[str, float]:
-    """The paper's objectives of a finished episode, for the last step's ``info``."""
+def episode_info(result: RunResult) -> dict[str, float | int]:
+    """The objectives of a finished episode, for the last step's ``info``: the paper's two
+    (average JCT, total electricity cost), the makespan, the jobs completed, the emissions,
+    the JCT percentiles, the mean slowdown and the egress charge."""
     return {
         "episode_avg_jct_s": result.avg_jct,
         "episode_avg_jct_h": result.avg_jct / SECONDS_PER_HOUR,
         "episode_total_cost_usd": result.total_cost,
         "episode_makespan_s": result.makespan,
+        "episode_jobs_completed": len(result.records),
+        "episode_carbon_kg": result.total_carbon,
+        "episode_jct_p50_s": result.jct_p50,
+        "episode_jct_p95_s": result.jct_p95,
+        "episode_jct_p99_s": result.jct_p99,
+        "episode_mean_slowdown": result.mean_slowdown,
+        "episode_egress_usd": result.total_egress_cost,
     }
 
 
@@ -126,15 +151,23 @@ class RewardFn(abc.ABC):
         """The reward the environment returns for a step whose interval cost ``terms``."""
 
     def components(self, terms: RewardTerms) -> dict[str, Any]:
-        """The reward's parts, for ``info`` (``reward_jct``, ``reward_cost``); unweighted here."""
-        return {"reward_jct": -terms.jct, "reward_cost": -terms.cost}
+        """The reward's parts, for ``info`` (``reward_jct``, ``reward_cost``,
+        ``reward_carbon``); unweighted here."""
+        return {
+            "reward_jct": -terms.jct,
+            "reward_cost": -terms.cost,
+            "reward_carbon": -terms.carbon,
+        }
 
 
 class JctCostReward(RewardFn):
-    """``r_t = -(jct_weight * jct + cost_weight * cost) - illegal_penalty * [illegal]``.
+    """``r_t = -(jct_weight * jct + cost_weight * cost + carbon_weight * carbon)``
+    ``- illegal_penalty * [illegal]``.
 
     Summed over an episode: ``-(jct_weight * avg_JCT / jct_scale + cost_weight * total_cost /
-    cost_scale) - penalties``, exactly up to float rounding. The default reward.
+    cost_scale + carbon_weight * total_carbon / carbon_scale) - penalties``, exactly up to
+    float rounding (``total_cost`` includes egress when the tariff charges it). The default
+    reward; its default ``carbon_weight`` is 0, which leaves the paper's reward bit for bit.
     """
 
     def __init__(self, config: RewardConfig | None = None) -> None:
@@ -144,7 +177,10 @@ class JctCostReward(RewardFn):
 
     def __call__(self, terms: RewardTerms) -> float:
         c = self.config
-        reward = -(c.jct_weight * terms.jct + c.cost_weight * terms.cost)
+        # + 0.0 * carbon (the default) changes no bit of the paper's two-term reward
+        reward = -(
+            c.jct_weight * terms.jct + c.cost_weight * terms.cost + c.carbon_weight * terms.carbon
+        )
         if terms.illegal:
             reward -= c.illegal_penalty
         return float(reward)
@@ -152,22 +188,27 @@ class JctCostReward(RewardFn):
     def components(self, terms: RewardTerms) -> dict[str, Any]:
         """The weighted parts (they add up to the reward, penalty aside)."""
         c = self.config
-        return {"reward_jct": -c.jct_weight * terms.jct, "reward_cost": -c.cost_weight * terms.cost}
+        return {
+            "reward_jct": -c.jct_weight * terms.jct,
+            "reward_cost": -c.cost_weight * terms.cost,
+            "reward_carbon": -c.carbon_weight * terms.carbon,
+        }
 
     def __repr__(self) -> str:
         return f"JctCostReward({self.config!r})"
 
 
 class VectorReward(RewardFn):
-    """The unweighted terms as a vector, ``[-jct, -cost]`` by default (MO-Gymnasium style).
+    """The unweighted terms as a vector, ``[-jct, -cost, -carbon]`` by default (MO-Gymnasium
+    style).
 
-    ``terms`` names the :class:`RewardTerms` fields to return, in order, so that a term added
-    there later (carbon) is one name here. No illegal-action penalty: ``info["illegal_action"]``
+    ``terms`` names the :class:`RewardTerms` fields to return, in order (``("jct", "cost")``
+    for the paper's two objectives alone). No illegal-action penalty: ``info["illegal_action"]``
     carries the flag. Gymnasium's checkers expect a scalar reward; MO-Gymnasium's wrappers (or a
     linear scalarisation) take this one.
     """
 
-    def __init__(self, terms: Sequence[str] = ("jct", "cost")) -> None:
+    def __init__(self, terms: Sequence[str] = ("jct", "cost", "carbon")) -> None:
         known = RewardTerms.names()
         names = tuple(terms)
         if not names or any(n not in known for n in names):

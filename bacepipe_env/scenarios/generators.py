@@ -87,8 +87,9 @@ class ScenarioSampler:
     """A scenario generator over one scenario file: each call draws a seed from the caller's
     generator and materialises the scenario with it and the fixed sweep knobs.
 
-    For ``paper`` the seed picks each job's dataset. The file is parsed and validated once;
-    each call only draws the jobs, and job profiles are shared across calls.
+    For ``paper`` the seed picks each job's dataset (for ``online`` also the arrivals and the
+    start hour). The file is parsed and validated once; each call only draws the jobs, and job
+    profiles are shared across calls. The keyword arguments are :func:`compile_scenario`'s.
     """
 
     def __init__(
@@ -100,6 +101,10 @@ class ScenarioSampler:
         n_jobs: int | None = None,
         ignore_memory: bool | None = None,
         admission: str | None = None,
+        prices: str | None = None,
+        start_hour: float | str | None = None,
+        egress_usd_per_gb: float | None = None,
+        load: float | None = None,
     ) -> None:
         self.source = source
         self.template = compile_scenario(
@@ -109,6 +114,10 @@ class ScenarioSampler:
             n_jobs=n_jobs,
             ignore_memory=ignore_memory,
             admission=admission,
+            prices=prices,
+            start_hour=start_hour,
+            egress_usd_per_gb=egress_usd_per_gb,
+            load=load,
         )
         self._profiles = ProfileCache()
         first = self.load(0)

@@ -154,3 +154,17 @@ def test_online_scenario_defaults() -> None:
     # the episode's arrivals have exactly the target rate (the window is normalised)
     rate = float(scn.params["arrival_rate_per_h"])
     assert (len(submits) - 1) / (submits[-1] / 3600) == pytest.approx(rate, rel=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 1e9, allow_nan=False), min_size=1, max_size=600),
+    st.sampled_from([0.5, 0.95, 0.99]),
+)
+def test_run_percentiles_are_numpys_linear_percentiles(values: list[float], q: float) -> None:
+    import numpy as np
+
+    from bacepipe_env.core.simulator import _percentile
+
+    expected = float(np.percentile(np.array(values), 100 * q))
+    assert _percentile(sorted(values), q) == expected

@@ -19,9 +19,11 @@ import bacepipe_env
 from bacepipe_env.envs import ENV_IDS, MAX_EPISODE_STEPS, GeoPipeEnv, register_envs
 
 # Design choices the checkers only warn about: the Box spaces are unbounded above (features
-# are O(1) but not clipped) and the (2, K, K) bandwidth tensor looks like an image to SB3.
+# are O(1) but not clipped), grid's price_now is unbounded below (hourly prices go negative)
+# and the (2, K, K) bandwidth tensor looks like an image to SB3.
 pytestmark = [
     pytest.mark.filterwarnings("ignore:.*maximum value is infinity.*"),
+    pytest.mark.filterwarnings("ignore:.*minimum value is -infinity.*"),
     pytest.mark.filterwarnings("ignore:.*image.*"),
     pytest.mark.filterwarnings("ignore:.*unconventional shape.*"),
     pytest.mark.filterwarnings("ignore:.*minimal resolution.*"),
@@ -37,10 +39,11 @@ EXPECTED_SCENARIO = {
     "bacepipe_env/GeoPipe-v1": "paper",
     "bacepipe_env/GeoPipe-Fig1-v1": "fig1",
     "bacepipe_env/GeoPipe-Random-v1": "random",
+    "bacepipe_env/GeoPipe-Online-v0": "online",
 }
 
 
-def test_the_three_ids_are_registered_on_import():
+def test_the_ids_are_registered_on_import():
     assert set(ENV_IDS) == set(EXPECTED_SCENARIO) == set(MAX_EPISODE_STEPS)
     for env_id in ENV_IDS:
         assert env_id in gym.registry
@@ -64,7 +67,9 @@ def test_registered_id_builds_its_scenario(env_id):
     assert isinstance(env.unwrapped, GeoPipeEnv)
     env.reset(seed=0)
     assert env.unwrapped.scenario.name == EXPECTED_SCENARIO[env_id]
-    assert env.unwrapped.max_queue == ENV_IDS[env_id]["max_queue"]
+    # None: the window holds the whole job budget (the generator's max_jobs)
+    expected_queue = ENV_IDS[env_id]["max_queue"] or env.unwrapped.generator.max_jobs
+    assert env.unwrapped.max_queue == expected_queue
     assert env.unwrapped.max_steps is None  # the TimeLimit wrapper truncates instead
     assert isinstance(env, gym.wrappers.TimeLimit) or any(
         isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env)
@@ -88,12 +93,14 @@ def test_gymnasium_env_checker(env_id, mode):
         assert len(env.observation_space.shape) == 1
     else:
         assert isinstance(env.observation_space, gym.spaces.Dict)
+        grid = {"grid"} if ENV_IDS[env_id].get("grid_features") else set()
         assert set(env.observation_space.spaces) == {
             "regions",
             "bandwidth",
             "queue",
             "summary",
             "action_mask",
+            *grid,
         }
         assert env.observation_space["action_mask"] == gym.spaces.MultiBinary(n)
     env.close()

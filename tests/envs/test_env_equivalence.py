@@ -1,5 +1,6 @@
 """An env episode played by a registered policy's agent reproduces the simulator run of that
-policy on the same scenario: same average JCT, same total cost, same placements.
+policy on the same scenario: same average JCT, same total cost, same placements (and, on
+GeoPipe-Online-v0's hourly tariff, the same emissions and every job record, bit for bit).
 
 ``run_episode(env, agent, seed)`` calls ``agent.reset(seed)``, which re-seeds the random
 ordering with ``numpy.random.default_rng(seed)`` whatever seed the agent was made with;
@@ -19,6 +20,7 @@ import pytest
 import bacepipe_env  # noqa: F401  (registers the ids)
 from bacepipe_env.core.units import SECONDS_PER_HOUR
 from bacepipe_env.envs import AGENT_PLACEMENTS, GeoPipeEnv, evaluate, make_agent, run_episode
+from bacepipe_env.policies.base import FCFSOrdering
 from bacepipe_env.policies.registry import make_policy, policy_names
 
 CASES = [
@@ -198,3 +200,84 @@ def test_an_unbound_agent_without_info_says_how_to_bind_it():
         make_agent("fcfs").predict(obs)
     action, state = make_agent("fcfs").bind(env).predict(obs)
     assert state is None and int(action) == 0
+
+
+# ------------------------------------------------------------------- GeoPipe-Online-v0
+ONLINE = "bacepipe_env/GeoPipe-Online-v0"
+# Orderings that always take the earliest candidate: a 16-slot window shows it, so they
+# reproduce the simulator however long the queue grows (the others need the window to cover it,
+# which the id's own window, the whole job budget, does).
+FIRST_COME = [n for n in AGENT_PLACEMENTS if isinstance(make_agent(n).ordering, FCFSOrdering)]
+
+
+def _assert_online_run(env, info, expected):
+    """The terminal ``info`` and the env's own RunResult equal the simulator's ``expected``, bit
+    for bit: the objectives, the emissions, the percentiles and every job record."""
+    got = env.unwrapped.sim.result()
+    assert got.records == expected.records  # every field of every job, exactly
+    assert got.total_carbon == expected.total_carbon
+    assert got.start_hour == expected.start_hour and got.prices == "hourly"
+    assert info["episode_avg_jct_s"] == expected.avg_jct
+    assert info["episode_total_cost_usd"] == expected.total_cost
+    assert info["episode_carbon_kg"] == expected.total_carbon > 0
+    assert info["episode_makespan_s"] == expected.makespan
+    assert info["episode_jobs_completed"] == len(expected.records)
+    assert info["episode_jct_p50_s"] == expected.jct_p50
+    assert info["episode_jct_p95_s"] == expected.jct_p95
+    assert info["episode_jct_p99_s"] == expected.jct_p99
+    assert info["episode_mean_slowdown"] == expected.mean_slowdown
+    assert info["episode_egress_usd"] == expected.total_egress_cost == 0.0
+
+
+def _play_online(name, seed, **kwargs):
+    env = gym.make(ONLINE, placement=AGENT_PLACEMENTS[name], **kwargs)
+    agent = make_agent(name)
+    agent.reset(seed)
+    obs, info = env.reset(seed=seed)
+    steps, illegal = 0, 0
+    while True:
+        action, _ = agent.predict(obs, info=info)
+        obs, _, terminated, truncated, info = env.step(action)
+        steps += 1
+        illegal += int(info["illegal_action"])
+        if terminated or truncated:
+            assert terminated and not truncated
+            break
+    assert illegal == 0
+    scen = env.unwrapped.scenario
+    assert steps == len(scen.jobs)  # greedy admission: one placement per step
+    return env, info, make_policy(name, seed=seed).simulate(scen)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", list(AGENT_PLACEMENTS))
+def test_agent_on_online_env_equals_simulator_run(name, seed):
+    """60 jobs through the id's own window, which holds the whole budget."""
+    env, info, expected = _play_online(name, seed, n_jobs=60)
+    assert len(env.unwrapped.scenario.jobs) == 60 == env.unwrapped.max_queue
+    _assert_online_run(env, info, expected)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", FIRST_COME)
+def test_first_come_agents_equal_the_simulator_through_a_small_window(name, seed):
+    env, info, expected = _play_online(name, seed, n_jobs=60, max_queue=16)
+    assert env.unwrapped.max_queue == 16
+    _assert_online_run(env, info, expected)
+
+
+def test_first_come_agents_are_the_fcfs_ordering():
+    assert set(FIRST_COME) >= {"fcfs", "lcf", "ldf", "cr-lcf", "cr-ldf", "no-priority"}
+    assert not {"bace-pipe", "sjf", "random"} & set(FIRST_COME)
+
+
+@pytest.mark.slow  # 500-job episodes, one per agent (about 3 s in all)
+@pytest.mark.parametrize("name", list(AGENT_PLACEMENTS))
+def test_agent_on_a_full_online_episode_equals_simulator_run(name):
+    """The registered 500-job episode as gym.make gives it: the pending queue reaches hundreds
+    of jobs and the window (max_queue = 500) holds them all."""
+    env, info, expected = _play_online(name, 1)
+    assert env.unwrapped.max_queue == 500
+    assert len(expected.records) == 500
+    assert max(r.start_time - r.submit_time for r in expected.records) > 0  # jobs queued
+    _assert_online_run(env, info, expected)

@@ -15,10 +15,14 @@ from bacepipe_env.envs import ENV_IDS, FEATURES, GeoPipeEnv
 from bacepipe_env.envs import geopipe as geopipe_module
 from bacepipe_env.envs.features import (
     BANDWIDTH_LAYERS,
+    GRID_FEATURES,
+    OPTIONAL_FEATURES,
     QUEUE_FEATURES,
     REGION_FEATURES,
     SUMMARY_FEATURES,
+    active_features,
     feature,
+    flat_space,
     markdown_table,
     observation_space,
 )
@@ -39,21 +43,68 @@ def test_the_docs_carry_the_generated_observation_tables():
     for f in FEATURES:
         for c in f.columns:
             assert f"`{c.name}`" in m.group(1)
+    # an optional array's row names the keyword that turns it on
+    assert "| `grid` | (max_regions, 2) |" in m.group(1)
+    assert "(optional: `grid_features=True`)" in m.group(1)
 
 
 def test_the_table_is_well_formed():
-    assert [f.name for f in FEATURES] == ["regions", "bandwidth", "queue", "summary"]
+    assert [f.name for f in FEATURES] == ["regions", "bandwidth", "queue", "summary", "grid"]
     for f in FEATURES:
         assert f.description and callable(f.encode)
         names = f.column_names
         assert len(set(names)) == len(names), f.name
         assert all(c.description for c in f.columns)
         axis = 0 if f.name == "bandwidth" else -1  # the axis the columns name
+        assert f.column_axis == axis
         assert f.shape[axis] == len(f.columns), f.name
     assert feature("queue").resolve(max_queue=7, max_regions=3) == (7, 11)
     assert feature("bandwidth").resolve(max_queue=7, max_regions=3) == (2, 3, 3)
+    assert feature("grid").resolve(max_queue=7, max_regions=3) == (3, 2)
     with pytest.raises(KeyError):
         feature("nope")
+
+
+def test_grid_is_the_one_optional_array_and_the_one_bounded_below_by_minus_inf():
+    assert OPTIONAL_FEATURES == ("grid_features",)
+    assert [f.name for f in FEATURES if f.enabled_by] == ["grid"]
+    assert feature("grid").column_names == GRID_FEATURES == ("price_now", "carbon_now")
+    lows = {(f.name, c.name): c.low for f in FEATURES for c in f.columns}
+    assert lows.pop(("grid", "price_now")) == -np.inf  # negative hourly prices are real
+    assert set(lows.values()) == {0.0}
+    assert [f.name for f in active_features()] == ["regions", "bandwidth", "queue", "summary"]
+    assert [f.name for f in active_features({"grid_features"})][-1] == "grid"
+    with pytest.raises(KeyError):
+        active_features({"nope"})
+
+
+def test_the_grid_space_bounds_only_price_now_below():
+    box = observation_space(4, 3, 4, {"grid_features"})["grid"]
+    assert box.shape == (3, 2) and box.dtype == np.float32
+    assert np.all(box.low[:, 0] == -np.inf) and np.all(box.low[:, 1] == 0.0)
+    assert np.all(box.high == np.inf)
+    assert box.contains(np.array([[-0.9, 0.5]] * 3, dtype=np.float32))
+    assert not box.contains(np.array([[0.5, -0.1]] * 3, dtype=np.float32))
+    flat = flat_space(observation_space(4, 3, 4, {"grid_features"}))
+    assert flat.shape == (gym.spaces.flatdim(observation_space(4, 3, 4, {"grid_features"})),)
+    assert int(np.sum(flat.low == -np.inf)) == 3  # the three regions' price_now
+
+
+def test_without_grid_the_v1_spaces_are_unchanged():
+    """Pretrained models depend on them: scalar bounds [0, inf), the same keys and shapes."""
+    for space in (observation_space(16, 6, 16), flat_space(observation_space(16, 6, 16))):
+        boxes = space.spaces.values() if isinstance(space, gym.spaces.Dict) else [space]
+        for box in boxes:
+            if isinstance(box, gym.spaces.Box):
+                assert np.all(box.low == 0.0) and np.all(box.high == np.inf)
+    assert set(observation_space(16, 6, 16).spaces) == {
+        "regions",
+        "bandwidth",
+        "queue",
+        "summary",
+        "action_mask",
+    }
+    assert flat_space(observation_space(16, 6, 16)).shape == (16 + 72 + 176 + 30 + 6,)
 
 
 def test_column_names_are_the_public_tuples():
@@ -72,10 +123,13 @@ def test_spaces_and_observations_follow_the_table(env_id):
     env = gym.make(env_id, allow_wait=True)
     u = env.unwrapped
     space = env.observation_space
-    assert space == observation_space(u.max_queue, u.max_regions, u.n_actions)
+    enabled = [k for k in OPTIONAL_FEATURES if ENV_IDS[env_id].get(k)]
+    active = active_features(enabled)
+    assert space == observation_space(u.max_queue, u.max_regions, u.n_actions, enabled)
+    assert u.encoder.features == active
     obs, _ = env.reset(seed=0)
-    assert list(obs) == [f.name for f in FEATURES] + ["action_mask"]
-    for f in FEATURES:
+    assert list(obs) == [f.name for f in active] + ["action_mask"]
+    for f in active:
         shape = f.resolve(u.max_queue, u.max_regions)
         assert space[f.name].shape == shape
         assert obs[f.name].shape == shape and obs[f.name].dtype == np.float32
@@ -86,18 +140,24 @@ def test_the_encoder_runs_the_tables_functions():
     """Each array of the observation is what the table's function computes on the decision."""
     from bacepipe_env.envs.features import Decision
 
-    env = GeoPipeEnv("paper")
+    env = GeoPipeEnv("paper", grid_features=True)
     obs, _ = env.reset(seed=3)
     obs, *_ = env.step(0)
     d = Decision(env.sim, env.queue_snapshot, env.previewer(env.sim, env.queue_snapshot.job_ids))
+    assert list(obs) == [f.name for f in FEATURES] + ["action_mask"]
     for f in FEATURES:
         np.testing.assert_array_equal(f.encode(env.encoder, d), obs[f.name], err_msg=f.name)
 
 
-def test_flat_is_the_dict_flattened_in_key_order():
-    d = GeoPipeEnv("paper")
-    f = GeoPipeEnv("paper", observation="flat")
+@pytest.mark.parametrize("grid", [False, True], ids=["v1", "grid"])
+def test_flat_is_the_dict_flattened_in_key_order(grid):
+    d = GeoPipeEnv("paper", grid_features=grid)
+    f = GeoPipeEnv("paper", observation="flat", grid_features=grid)
     od, _ = d.reset(seed=1)
     of, _ = f.reset(seed=1)
     assert np.array_equal(of, gym.spaces.flatten(d.observation_space, od))
     assert list(d.observation_space.spaces) == sorted(od)  # alphabetical, as the docs say
+    # the flat Box's bounds are the Dict's, flattened alike
+    low = gym.spaces.flatten_space(d.observation_space).low
+    assert np.array_equal(f.observation_space.low, low)
+    assert f.observation_space.contains(of)

@@ -147,7 +147,9 @@ def test_golden_episode(tiny_scenario) -> None:
     assert info["reward_terms"].cost == pytest.approx(8 / 43, rel=1e-12)
     assert info["reward_jct"] == pytest.approx(-2 / 7, rel=1e-12)
     assert info["reward_cost"] == pytest.approx(-2 / 43, rel=1e-12)
-    np.testing.assert_allclose(info["reward_vector"], [-2 / 7, -8 / 43], rtol=1e-12)
+    # the tiny regions emit nothing (carbon 0 gCO2e/kWh): the carbon term is 0
+    np.testing.assert_allclose(info["reward_vector"], [-2 / 7, -8 / 43, 0.0], rtol=1e-12)
+    assert info["reward_terms"].carbon == 0.0 and info["carbon_kg"] == 0.0
     assert info["time_s"] == 2 * H and not terminated and not truncated
     # C alone: I_j = D_j = 1, E(1) = 8 h, 4 Gbps, K* = 2, waited 1 h, preview X:1 for 8 h
     c_row = [1, 1, 1, lh(8), lg(4), 2 / 128, lh(1), 1 / 2, 1 / 2, lh(8), 0.2 / 0.35]
@@ -184,6 +186,14 @@ def test_golden_episode(tiny_scenario) -> None:
     assert info["episode_avg_jct_s"] == pytest.approx(8 * H, rel=1e-12)
     assert info["episode_total_cost_usd"] == pytest.approx(7.2, rel=1e-12)
     assert info["episode_makespan_s"] == 13 * H
+    # JCTs: A 13 h, B 2 h, C 10 h - 1 h = 9 h; ideal executions 10 h, 2 h, 5.5 h
+    assert info["episode_jobs_completed"] == 3
+    assert info["episode_jct_p50_s"] == pytest.approx(9 * H, rel=1e-12)
+    assert info["episode_jct_p95_s"] == pytest.approx(12.6 * H, rel=1e-12)  # 9 + 0.9 * 4 h
+    assert info["episode_jct_p99_s"] == pytest.approx(12.92 * H, rel=1e-12)
+    slowdown = (13 / 10 + 2 / 2 + 9 / 5.5) / 3
+    assert info["episode_mean_slowdown"] == pytest.approx(slowdown, rel=1e-12)
+    assert info["episode_carbon_kg"] == 0.0 and info["episode_egress_usd"] == 0.0
     # the return is the objective: -(8 h / 21000 s + 0.25 * 7.2 / 6.45) = -(48/35 + 12/43)
     returned = math.fsum([*rewards, reward])
     assert returned == pytest.approx(-(48 / 35 + 12 / 43), rel=1e-12)

@@ -64,7 +64,8 @@ def test_an_injected_reward_is_called_once_per_step_with_the_steps_terms():
         assert info["reward_terms"] is terms
         assert reward == -terms.jct
         assert info["reward_jct"] == -terms.jct and info["reward_cost"] == -terms.cost
-        assert np.array_equal(info["reward_vector"], [-terms.jct, -terms.cost])
+        assert info["reward_carbon"] == -terms.carbon
+        assert np.array_equal(info["reward_vector"], [-terms.jct, -terms.cost, -terms.carbon])
     last = steps[-1][2]
     total_jct = math.fsum(t.jct for t in fn.calls)
     assert total_jct == pytest.approx(last["episode_avg_jct_s"] / last["jct_scale_s"], rel=1e-9)
@@ -83,10 +84,26 @@ def test_the_default_reward_in_every_spelling_gives_the_same_floats(reward):
 
 def test_jct_cost_reward_is_the_weighted_terms_minus_the_penalty():
     fn = JctCostReward(RewardConfig(jct_weight=0.5, cost_weight=2.0, illegal_penalty=3.0))
-    terms = RewardTerms(jct=0.2, cost=0.1, illegal=True)
-    assert fn(terms) == -(0.5 * 0.2 + 2.0 * 0.1) - 3.0
+    terms = RewardTerms(jct=0.2, cost=0.1, illegal=True, carbon=7.0)
+    assert fn(terms) == -(0.5 * 0.2 + 2.0 * 0.1) - 3.0  # carbon_weight defaults to 0
     assert fn(RewardTerms(0.2, 0.1)) == -(0.5 * 0.2 + 2.0 * 0.1)
-    assert fn.components(terms) == {"reward_jct": -0.5 * 0.2, "reward_cost": -2.0 * 0.1}
+    assert fn.components(terms) == {
+        "reward_jct": -0.5 * 0.2,
+        "reward_cost": -2.0 * 0.1,
+        "reward_carbon": -0.0,
+    }
+    green = JctCostReward(RewardConfig(jct_weight=0.5, cost_weight=2.0, carbon_weight=0.25))
+    assert green(terms) == -(0.5 * 0.2 + 2.0 * 0.1 + 0.25 * 7.0)
+    assert green.components(terms)["reward_carbon"] == -0.25 * 7.0
+
+
+def test_reward_terms_keep_their_positional_meaning():
+    """``carbon`` is keyword-only: ``RewardTerms(jct, cost, illegal)`` means what it did."""
+    terms = RewardTerms(0.2, 0.1, True)
+    assert terms.illegal is True and terms.carbon == 0.0
+    assert RewardTerms.names() == ("jct", "cost", "carbon")
+    with pytest.raises(TypeError):
+        RewardTerms(0.2, 0.1, False, 0.3)  # type: ignore[misc]
 
 
 def test_vector_reward_returns_the_unweighted_terms():
@@ -95,12 +112,14 @@ def test_vector_reward_returns_the_unweighted_terms():
     steps = _play(env, seed=2)
     assert len(steps) == len(scalar)
     for (_, vec, info), (_, r, _) in zip(steps, scalar):
-        assert isinstance(vec, np.ndarray) and vec.shape == (2,)
+        assert isinstance(vec, np.ndarray) and vec.shape == (3,)  # jct, cost, carbon
         assert np.array_equal(vec, info["reward_vector"])
         assert r == pytest.approx(-(-vec[0] * 1.0 + -vec[1] * 0.25), abs=1e-15)
     assert VectorReward(("cost",))(RewardTerms(1.0, 2.0)).tolist() == [-2.0]
-    assert RewardTerms.names() == ("jct", "cost")
-    for bad in ((), ("carbon",), ("illegal",)):
+    assert VectorReward(("jct", "cost"))(RewardTerms(1.0, 2.0, carbon=3.0)).tolist() == [-1, -2]
+    assert VectorReward()(RewardTerms(1.0, 2.0, carbon=3.0)).tolist() == [-1.0, -2.0, -3.0]
+    assert VectorReward().terms == RewardTerms.names() == ("jct", "cost", "carbon")
+    for bad in ((), ("co2",), ("illegal",)):
         with pytest.raises(ValidationError, match="terms"):
             VectorReward(bad)
 

@@ -1,5 +1,6 @@
-"""The per-step reward telescopes to the episode objective:
-``return = -(w_j * avg_JCT / jct_scale + w_c * total_cost / cost_scale) - penalties``."""
+"""The per-step reward telescopes to the episode objective: ``return = -(w_j * avg_JCT /
+jct_scale + w_c * total_cost / cost_scale + w_g * total_carbon / carbon_scale) - penalties``
+(``total_cost`` with egress, when the tariff charges it)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import bacepipe_env  # noqa: F401  (registers the ids)
 from bacepipe_env.envs import ENV_IDS, GeoPipeEnv, RewardConfig
 
-WEIGHTS = [(1.0, 0.25), (0.3, 2.0), (0.0, 1.0)]
+WEIGHTS = [(1.0, 0.25, 0.0), (0.3, 2.0, 0.5), (0.0, 1.0, 1.0)]
 
 
 def _episode(env, seed, *, rng_seed=0, illegal_every=0):
@@ -37,49 +38,54 @@ def _episode(env, seed, *, rng_seed=0, illegal_every=0):
             return rewards, infos, actions
 
 
-def _objective(info, w_j, w_c):
+def _objective(info, w_j, w_c, w_g=0.0):
+    cost = info["episode_total_cost_usd"] + info["episode_egress_usd"]
     return -(
         w_j * info["episode_avg_jct_s"] / info["jct_scale_s"]
-        + w_c * info["episode_total_cost_usd"] / info["cost_scale_usd"]
+        + w_c * cost / info["cost_scale_usd"]
+        + w_g * info["episode_carbon_kg"] / info["carbon_scale_kg"]
     )
 
 
 @pytest.mark.parametrize("allow_wait", [False, True], ids=["nowait", "wait"])
-@pytest.mark.parametrize("weights", WEIGHTS, ids=[f"wj{a}-wc{b}" for a, b in WEIGHTS])
+@pytest.mark.parametrize("weights", WEIGHTS, ids=[f"wj{a}-wc{b}-wg{c}" for a, b, c in WEIGHTS])
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_return_equals_the_episode_objective(env_id, weights, allow_wait):
-    w_j, w_c = weights
-    env = gym.make(
-        env_id, reward=RewardConfig(jct_weight=w_j, cost_weight=w_c), allow_wait=allow_wait
-    )
+    w_j, w_c, w_g = weights
+    reward = RewardConfig(jct_weight=w_j, cost_weight=w_c, carbon_weight=w_g)
+    env = gym.make(env_id, reward=reward, allow_wait=allow_wait)
     waits = 0
     for seed in range(4):
         rewards, infos, actions = _episode(env, seed, rng_seed=seed)
         waits += actions.count(env.unwrapped.max_queue)
         last = infos[-1]
-        expected = _objective(last, w_j, w_c)
+        expected = _objective(last, w_j, w_c, w_g)
         assert math.isclose(math.fsum(rewards), expected, rel_tol=1e-9, abs_tol=1e-12)
         # the components add up to the reward, step by step and in total
         for r, info in zip(rewards, infos):
-            assert math.isclose(
-                info["reward_jct"] + info["reward_cost"], r, rel_tol=1e-12, abs_tol=1e-15
-            )
-            assert r <= 0.0  # time and electricity only ever accrue
+            parts = info["reward_jct"] + info["reward_cost"] + info["reward_carbon"]
+            assert math.isclose(parts, r, rel_tol=1e-12, abs_tol=1e-15)
+            assert r <= 0.0  # time, electricity and emissions only ever accrue
             assert info["illegal_action"] is False
             assert info["jct_scale_s"] == last["jct_scale_s"] > 0  # fixed per episode
             assert info["cost_scale_usd"] == last["cost_scale_usd"] > 0
+            assert info["carbon_scale_kg"] == last["carbon_scale_kg"] > 0
         total_jct = math.fsum(i["reward_jct"] for i in infos)
         total_cost = math.fsum(i["reward_cost"] for i in infos)
-        assert math.isclose(total_jct + total_cost, math.fsum(rewards), rel_tol=1e-9)
+        total_carbon = math.fsum(i["reward_carbon"] for i in infos)
+        assert math.isclose(total_jct + total_cost + total_carbon, math.fsum(rewards), rel_tol=1e-9)
         # the unweighted vector sums to the unweighted terms
         vec = np.sum([i["reward_vector"] for i in infos], axis=0)
-        assert vec.shape == (2,)
+        assert vec.shape == (3,)
         assert math.isclose(vec[0], -last["episode_avg_jct_s"] / last["jct_scale_s"], rel_tol=1e-9)
+        assert math.isclose(vec[1], _objective(last, 0.0, 1.0), rel_tol=1e-9)
         assert math.isclose(
-            vec[1], -last["episode_total_cost_usd"] / last["cost_scale_usd"], rel_tol=1e-9
+            vec[2], -last["episode_carbon_kg"] / last["carbon_scale_kg"], rel_tol=1e-9
         )
         assert math.isclose(total_jct, w_j * vec[0], rel_tol=1e-9, abs_tol=1e-15)
         assert math.isclose(total_cost, w_c * vec[1], rel_tol=1e-9, abs_tol=1e-15)
+        assert math.isclose(total_carbon, w_g * vec[2], rel_tol=1e-9, abs_tol=1e-15)
+        assert math.isclose(last["carbon_kg"], last["episode_carbon_kg"], rel_tol=1e-9)
         assert last["episode_avg_jct_s"] > 0 and last["episode_total_cost_usd"] > 0
         assert math.isclose(last["episode_avg_jct_h"] * 3600.0, last["episode_avg_jct_s"])
     if allow_wait:
@@ -103,7 +109,8 @@ def test_reset_info_has_zero_reward_terms():
     env = GeoPipeEnv("paper")
     _, info = env.reset(seed=0)
     assert info["reward_jct"] == 0.0 and info["reward_cost"] == 0.0
-    assert np.array_equal(info["reward_vector"], [0.0, 0.0])
+    assert info["reward_carbon"] == 0.0 and info["carbon_kg"] == 0.0
+    assert np.array_equal(info["reward_vector"], [0.0, 0.0, 0.0])
     assert info["illegal_action"] is False
 
 

@@ -157,6 +157,7 @@ class EpisodeResult:
     total_cost_usd: float
     steps: int
     illegal_actions: int
+    carbon_kg: float = float("nan")  # the episode's emissions (kg CO2e)
 
 
 def run_episode(env: Any, agent: Agent, seed: int) -> EpisodeResult:
@@ -176,7 +177,8 @@ def run_episode(env: Any, agent: Agent, seed: int) -> EpisodeResult:
             break
     avg = float(info.get("episode_avg_jct_s", float("nan"))) / SECONDS_PER_HOUR
     cost = float(info.get("episode_total_cost_usd", float("nan")))
-    return EpisodeResult(agent.name, seed, total, avg, cost, steps, illegal)
+    carbon = float(info.get("episode_carbon_kg", float("nan")))
+    return EpisodeResult(agent.name, seed, total, avg, cost, steps, illegal, carbon)
 
 
 def evaluate(env: Any, agent: Agent, seeds: Sequence[int]) -> list[EpisodeResult]:

@@ -38,7 +38,7 @@ from .sb3 import load_agent
 __all__ = ["HEURISTICS", "compare", "learned_runs", "main"]
 
 HEURISTICS = ("bace-pipe", "fcfs", "sjf", "lcf", "ldf", "cr-lcf", "cr-ldf")
-_TAGS = ("avg_jct_h", "total_cost_usd", "return")
+_TAGS = ("avg_jct_h", "total_cost_usd", "carbon_kg", "return")
 
 
 def learned_runs(logdir: Path) -> list[tuple[Path, dict[str, Any]]]:
@@ -101,6 +101,7 @@ def compare(
             values = {
                 "avg_jct_h": [r.avg_jct_h for r in results],
                 "total_cost_usd": [r.total_cost_usd for r in results],
+                "carbon_kg": [r.carbon_kg for r in results],
                 "return": [r.episode_return for r in results],
             }
             run = logdir / f"heuristic__{policy}__{env_tag}"
@@ -124,6 +125,7 @@ def compare(
                     for tag in _TAGS:
                         writer.add_scalar(f"eval/{tag}", float(np.mean(values[tag])), step)
             jct, cost = estimate(values["avg_jct_h"]), estimate(values["total_cost_usd"])
+            carbon = estimate(values["carbon_kg"])
             rows.append(
                 {
                     "env_id": gid,
@@ -133,6 +135,8 @@ def compare(
                     "avg_jct_h_ci95": jct.ci95,
                     "total_cost_usd": cost.mean,
                     "total_cost_usd_ci95": cost.ci95,
+                    "carbon_kg": carbon.mean,
+                    "carbon_kg_ci95": carbon.ci95,
                     "return": float(np.mean(values["return"])),
                 }
             )
@@ -154,6 +158,7 @@ def _learned_row(run_dir: Path, data: dict[str, Any]) -> dict[str, Any] | None:
     results = evaluate(env, agent, list(data["eval_seeds"]))
     jct = estimate([r.avg_jct_h for r in results])
     cost = estimate([r.total_cost_usd for r in results])
+    carbon = estimate([r.carbon_kg for r in results])
     return {
         "env_id": data["env_id"],
         "policy": f"learned:{run_dir.name}",
@@ -162,6 +167,8 @@ def _learned_row(run_dir: Path, data: dict[str, Any]) -> dict[str, Any] | None:
         "avg_jct_h_ci95": jct.ci95,
         "total_cost_usd": cost.mean,
         "total_cost_usd_ci95": cost.ci95,
+        "carbon_kg": carbon.mean,
+        "carbon_kg_ci95": carbon.ci95,
         "return": float(np.mean([r.episode_return for r in results])),
     }
 
@@ -201,7 +208,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -
         ci = "" if math.isnan(r["avg_jct_h_ci95"]) else f" ± {r['avg_jct_h_ci95']:.2f}"
         print(
             f"{r['env_id']:32s} {r['policy']:{width}s}  avg JCT {r['avg_jct_h']:8.2f} h{ci}"
-            f"  cost ${r['total_cost_usd']:10,.2f}  return {r['return']:8.4f}"
+            f"  cost ${r['total_cost_usd']:10,.2f}  carbon {r['carbon_kg']:10,.1f} kg"
+            f"  return {r['return']:8.4f}"
         )
     print(f"\nwrote {out}\nTensorBoard: tensorboard --logdir {logdir}")
     return 0

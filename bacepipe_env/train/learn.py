@@ -58,7 +58,7 @@ def make_eval_env(cfg: TrainConfig) -> gym.Env[Any, Any]:
 
 class HeldOutEval(BaseCallback):
     """Evaluates the current model on the held-out seeds every ``cfg.eval_freq`` steps and
-    logs ``eval/avg_jct_h``, ``eval/total_cost_usd``, ``eval/return`` and
+    logs ``eval/avg_jct_h``, ``eval/total_cost_usd``, ``eval/carbon_kg``, ``eval/return`` and
     ``eval/illegal_actions`` (means over the episodes), plus the hyperparameters once."""
 
     def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
@@ -75,7 +75,12 @@ class HeldOutEval(BaseCallback):
             k: (v if isinstance(v, (int, float, str, bool)) else json.dumps(v))
             for k, v in self.cfg.to_json().items()
         }
-        metrics = {"eval/avg_jct_h": 0.0, "eval/total_cost_usd": 0.0, "eval/return": 0.0}
+        metrics = {
+            "eval/avg_jct_h": 0.0,
+            "eval/total_cost_usd": 0.0,
+            "eval/carbon_kg": 0.0,
+            "eval/return": 0.0,
+        }
         self.logger.record("hparams", HParam(hp, metrics), exclude=("stdout", "log", "json", "csv"))
         table = "\n".join(f"| {k} | {v} |" for k, v in hp.items())
         self.logger.record(
@@ -105,22 +110,30 @@ class HeldOutEval(BaseCallback):
             "step": float(self.num_timesteps),
             "avg_jct_h": float(np.mean([r.avg_jct_h for r in results])),
             "total_cost_usd": float(np.mean([r.total_cost_usd for r in results])),
+            "carbon_kg": float(np.mean([r.carbon_kg for r in results])),
             "return": float(np.mean([r.episode_return for r in results])),
             "illegal_actions": float(np.mean([r.illegal_actions for r in results])),
         }
-        for key in ("avg_jct_h", "total_cost_usd", "return", "illegal_actions"):
+        for key in ("avg_jct_h", "total_cost_usd", "carbon_kg", "return", "illegal_actions"):
             self.logger.record(f"eval/{key}", row[key])
         self.logger.dump(self.num_timesteps)
         self.history.append(row)
         path = self.run_dir / "eval.csv"
         new = not path.exists()
+        fields = list(row) if new else _csv_header(path)  # a resumed run keeps its columns
         with open(path, "a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=list(row))
+            writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
             if new:
                 writer.writeheader()
             writer.writerow(row)
         self.last_eval = self.num_timesteps
         return row
+
+
+def _csv_header(path: Path) -> list[str]:
+    """The column names of an existing CSV file."""
+    with open(path, newline="") as fh:
+        return next(csv.reader(fh), [])
 
 
 def _last_eval_step(path: Path, default: int) -> int:

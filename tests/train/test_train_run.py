@@ -72,10 +72,18 @@ def test_eval_csv_has_the_evaluations_at_start_freq_and_end(tiny: TinyRun) -> No
     rows = tiny.eval_rows
     assert [r["step"] for r in rows] == [0.0, 128.0, 256.0]
     for r in rows:
-        assert set(r) == {"step", "avg_jct_h", "total_cost_usd", "return", "illegal_actions"}
+        assert set(r) == {
+            "step",
+            "avg_jct_h",
+            "total_cost_usd",
+            "carbon_kg",
+            "return",
+            "illegal_actions",
+        }
         assert all(math.isfinite(v) for v in r.values()), r
         assert r["illegal_actions"] == 0.0  # MaskablePPO sees the mask
         assert r["avg_jct_h"] > 0 and r["total_cost_usd"] > 0 and r["return"] < 0
+        assert float(r["carbon_kg"]) > 0  # the paper's regions carry their grids' intensity
 
 
 # ----------------------------------------------------------------------------- TensorBoard

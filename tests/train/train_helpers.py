@@ -32,7 +32,7 @@ import bacepipe_env  # noqa: E402, F401  (registers the ids)
 
 ENV_ID = "bacepipe_env/GeoPipe-v1"
 FIG1_ID = "bacepipe_env/GeoPipe-Fig1-v1"
-EVAL_TAGS = ("eval/avg_jct_h", "eval/total_cost_usd", "eval/return")
+EVAL_TAGS = ("eval/avg_jct_h", "eval/total_cost_usd", "eval/carbon_kg", "eval/return")
 #: The tiny budget: 4 rollouts of 64 steps, evaluations at 0, 128 and 256, two checkpoints.
 TINY = (
     "--env-id",

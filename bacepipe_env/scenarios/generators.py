@@ -105,6 +105,7 @@ class ScenarioSampler:
         start_hour: float | str | None = None,
         egress_usd_per_gb: float | None = None,
         load: float | None = None,
+        horizon_h: float | None = None,
     ) -> None:
         self.source = source
         self.template = compile_scenario(
@@ -118,11 +119,14 @@ class ScenarioSampler:
             start_hour=start_hour,
             egress_usd_per_gb=egress_usd_per_gb,
             load=load,
+            horizon_h=horizon_h,
         )
         self._profiles = ProfileCache()
         first = self.load(0)
         self.max_regions = first.cluster.n_regions
-        self.max_jobs = len(first.jobs)
+        # a workload's budget, not seed 0's draw: under a horizon, other seeds may draw more
+        workload = self.template.workload
+        self.max_jobs = len(first.jobs) if workload is None else workload.n_jobs
 
     def load(self, seed: int) -> Scenario:
         """The scenario for one seed: the same as ``load_scenario(source, seed=seed, ...)``."""
@@ -144,9 +148,13 @@ class RandomScenarioGenerator:
     the paper's Table III models and datasets; with probability ``p_batch`` all jobs arrive at
     t = 0, otherwise as a Poisson process at a rate uniform in ``arrival_rate_per_h``.
 
-    Every GPU holds ``gpu_memory_gb``. Unless ``ignore_memory``, a job's model is drawn only
-    among the models whose memory floor fits in the episode's largest region, so that every
-    registered policy (single-region LCF and LDF included) can start every job.
+    ``carbon_range`` (gCO2e/kWh), when given, draws each region's flat carbon intensity
+    uniformly in it, after every other draw, so that the episodes are otherwise those of the
+    default; by default regions carry none (0), as the registered ``GeoPipe-Random-v1`` keeps
+    its episode stream. Every GPU holds ``gpu_memory_gb``. Unless ``ignore_memory``, a job's
+    model is drawn only among the models whose memory floor fits in the episode's largest
+    region, so that every registered policy (single-region LCF and LDF included) can start
+    every job.
     """
 
     n_regions: tuple[int, int] = (4, 8)
@@ -160,6 +168,7 @@ class RandomScenarioGenerator:
     gpu_memory_gb: float = 48.0
     ignore_memory: bool = False
     admission: str = "greedy"
+    carbon_range: tuple[float, float] | None = None
     _profiles: ProfileCache = field(default_factory=ProfileCache, repr=False, compare=False)
     _paper: ScenarioTemplate = field(
         default_factory=lambda: compile_scenario(load_scenario_spec("paper")),
@@ -178,6 +187,10 @@ class RandomScenarioGenerator:
             require_float(f"{name}[1]", hi, minimum=lo)
         require_float("bandwidth_gbps[0]", self.bandwidth_gbps[0], positive=True)
         require_float("p_batch", self.p_batch, minimum=0.0, maximum=1.0)
+        if self.carbon_range is not None:
+            lo, hi = self.carbon_range
+            require_float("carbon_range[0]", lo, minimum=0.0)
+            require_float("carbon_range[1]", hi, minimum=lo)
         for name in ("gpu_choices", "intra_gbps_choices"):
             if not getattr(self, name):
                 raise ScenarioError(name, (), "needs at least one value")
@@ -217,13 +230,7 @@ class RandomScenarioGenerator:
         intra = rng.choice(np.asarray(self.intra_gbps_choices, dtype=float), size=k).tolist()
         lo, hi = np.log(self.bandwidth_gbps[0]), np.log(self.bandwidth_gbps[1])
         links = np.exp(rng.uniform(lo, hi, size=(k, k))) * gbps_to_bytes_per_s(1.0)  # bytes/s
-        memory = self.gpu_memory_gb * 1e9
-        regions = tuple(
-            Region(f"R{i}", gpus[i], prices[i], gbps_to_bytes_per_s(intra[i]), memory)
-            for i in range(k)
-        )
         paper = self._paper
-        cluster = Cluster(regions, links, np.zeros((k, k)), paper.cluster.power_kw)
         model_names = list(paper.models)
         if not self.ignore_memory:  # only models whose memory floor one region can host
             largest = max(gpus)
@@ -239,6 +246,15 @@ class RandomScenarioGenerator:
             gaps = rng.exponential(1.0 / rate, size=n)
             gaps[0] = 0.0
             submits = (np.cumsum(gaps) * SECONDS_PER_HOUR).tolist()
+        carbon = [0.0] * k
+        if self.carbon_range is not None:  # the last draw: the rest of the episode is unchanged
+            carbon = rng.uniform(*self.carbon_range, size=k).tolist()
+        memory = self.gpu_memory_gb * 1e9
+        regions = tuple(
+            Region(f"R{i}", gpus[i], prices[i], gbps_to_bytes_per_s(intra[i]), memory, carbon[i])
+            for i in range(k)
+        )
+        cluster = Cluster(regions, links, np.zeros((k, k)), paper.cluster.power_kw)
         jobs = []
         for i in range(n):
             model, batch = paper.models[model_names[models[i]]]

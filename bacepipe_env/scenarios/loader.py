@@ -179,6 +179,7 @@ def load_scenario(
     start_hour: float | str | None = None,
     egress_usd_per_gb: float | None = None,
     load: float | None = None,
+    horizon_h: float | None = None,
 ) -> Scenario:
     """Load a scenario by built-in name, file path or already-parsed mapping, and apply the
     sweep knobs (SPEC section 7).
@@ -192,7 +193,8 @@ def load_scenario(
       override the file's fields of those names (defaults: memory is checked, ``greedy``
       admission, flat prices from hour 0, no egress charge, SPEC section 10);
     - ``load`` sets an online workload's arrival rate from its offered load (see
-      :meth:`ScenarioTemplate.offered_load`).
+      :meth:`ScenarioTemplate.offered_load`), and ``horizon_h`` keeps only the jobs that
+      arrive within that many hours (at most ``n_jobs`` of them either way).
     """
     spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
     return build_scenario(
@@ -207,6 +209,7 @@ def load_scenario(
         start_hour=start_hour,
         egress_usd_per_gb=egress_usd_per_gb,
         load=load,
+        horizon_h=horizon_h,
     )
 
 
@@ -229,6 +232,7 @@ def build_scenario(
     start_hour: float | str | None = None,
     egress_usd_per_gb: float | None = None,
     load: float | None = None,
+    horizon_h: float | None = None,
 ) -> Scenario:
     """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`).
 
@@ -244,6 +248,7 @@ def build_scenario(
         start_hour=start_hour,
         egress_usd_per_gb=egress_usd_per_gb,
         load=load,
+        horizon_h=horizon_h,
     )
     return template.materialize(seed, profile_cache=profile_cache)
 
@@ -421,6 +426,7 @@ def compile_scenario(
     start_hour: float | str | None = None,
     egress_usd_per_gb: float | None = None,
     load: float | None = None,
+    horizon_h: float | None = None,
 ) -> ScenarioTemplate:
     """Validate a parsed scenario mapping and build everything but the seeded draws; the
     keyword arguments, when given, override the file's fields (see :func:`load_scenario`)."""
@@ -512,6 +518,13 @@ def compile_scenario(
         tuple(zones) if price_model == "hourly" else (),
         egress,
     )
+    if horizon_h is not None:
+        if template.workload is None:
+            raise ScenarioError("horizon_h", horizon_h, "needs a workload rule, not a job list")
+        cut = require_float("horizon_h", horizon_h, positive=True)
+        template = dataclasses.replace(
+            template, workload=dataclasses.replace(template.workload, horizon_h=cut)
+        )
     target = load if load is not None else _raw_load(spec)
     if target is not None:
         return _with_load(template, target, "load" if load is not None else "workload.load")

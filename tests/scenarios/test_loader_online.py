@@ -100,3 +100,38 @@ def test_load_override_needs_an_online_workload() -> None:
         load_scenario("paper", prices="hourly", start_hour=9000)
     with pytest.raises(ScenarioError, match=r"^prices"):
         load_scenario("paper", prices="weekly")
+
+
+def test_horizon_knob_cuts_an_online_episode_and_the_window_keeps_the_budget() -> None:
+    from bacepipe_env.scenarios import ScenarioSampler
+
+    full = load_scenario("online", seed=0)
+    cut = load_scenario("online", seed=0, horizon_h=720.0)
+    assert 1 <= len(cut.jobs) < len(full.jobs)
+    assert all(j.submit_time < 720 * 3600 for j in cut.jobs)
+    # the cut keeps a prefix of the same episode: same jobs, same times
+    assert [(j.model, j.dataset, j.submit_time) for j in cut.jobs] == [
+        (j.model, j.dataset, j.submit_time) for j in full.jobs[: len(cut.jobs)]
+    ]
+    assert ScenarioSampler("online", horizon_h=720.0).max_jobs == 500  # the budget
+    with pytest.raises(ScenarioError, match=r"^horizon_h: must be > 0"):
+        load_scenario("online", horizon_h=0)
+    with pytest.raises(ScenarioError, match=r"^horizon_h: needs a workload rule"):
+        load_scenario("fig1", horizon_h=10)
+
+
+def test_random_generator_draws_carbon_only_when_asked() -> None:
+    from bacepipe_env.scenarios import RandomScenarioGenerator
+
+    plain = RandomScenarioGenerator()(np.random.default_rng(7))
+    green = RandomScenarioGenerator(carbon_range=(100.0, 600.0))(np.random.default_rng(7))
+    assert plain.cluster.carbon == (0.0,) * plain.cluster.n_regions
+    assert all(100.0 <= c <= 600.0 for c in green.cluster.carbon)
+    # everything else is the same episode
+    assert plain.cluster.capacity == green.cluster.capacity
+    assert plain.cluster.prices == green.cluster.prices
+    assert [(j.model, j.dataset, j.submit_time) for j in plain.jobs] == [
+        (j.model, j.dataset, j.submit_time) for j in green.jobs
+    ]
+    with pytest.raises(ScenarioError, match=r"^carbon_range\[1\]"):
+        RandomScenarioGenerator(carbon_range=(500.0, 100.0))

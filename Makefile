@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make demo   create .venv if missing, install, simulate BACE-Pipe, compare the baselines,
-#               regenerate the reproduction report, train a learned orderer for a minute
+#               regenerate the reproduction report, rank the policies on the online world,
+#               train a learned orderer for a minute
 #               and overlay it with the heuristics
 #   make test   create .venv if missing, install, run the test suite
 PYTHON ?= python3
@@ -25,6 +26,7 @@ demo: $(STAMP)
 	$(VENV)/bin/bacepipe simulate --scenario paper --seed 0
 	$(VENV)/bin/bacepipe compare --scenario paper --seeds 10 --out out/compare
 	$(VENV)/bin/bacepipe reproduce --out out/reproduce
+	$(VENV)/bin/bacepipe online --out out/online
 	rm -rf out/runs/demo__maskable_ppo__0
 	$(VENV)/bin/bacepipe train learn --total-timesteps 20000 --eval-freq 4000 --n-eval 20 \
 		--logdir out/runs --run-name demo__maskable_ppo__0
@@ -35,6 +37,7 @@ demo: $(STAMP)
 	@echo "TensorBoard (the policies of bacepipe compare):"
 	@echo "  $(VENV)/bin/tensorboard --logdir out/compare/tb"
 	@echo "The paper's claims under four semantics: out/reproduce/reproduction.md"
+	@echo "The online world (Philly arrivals, hourly prices and carbon): out/online/online.md"
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -15,6 +15,7 @@ from bacepipe_env import cli, load_scenario
 from bacepipe_env.cli import ONLINE_LOADS, main
 from bacepipe_env.core.units import hours
 from bacepipe_env.policies.registry import make_policy
+from bacepipe_env.scenarios import load_scenario_spec
 
 COMMANDS = ["simulate", "compare", "sweep", "ablation"]
 
@@ -260,3 +261,35 @@ def test_online_runs_the_experiment(tmp_path: Path, capsys: pytest.CaptureFixtur
     text = path.read_text(encoding="utf-8")
     assert "bace-pipe" in text and "lcf" in text
     assert list((out / "img").glob("online-*.png"))
+
+
+@pytest.mark.parametrize(
+    ("workload", "expected"),
+    [
+        (
+            {"arrivals": "philly", "arrival_rate_per_h": -2.0},
+            "bacepipe: error: workload.arrival_rate_per_h: must be > 0 (got -2.0)",
+        ),
+        (
+            {"arrivals": "poisson", "arrival_rate_per_h": 0},
+            "bacepipe: error: workload.arrival_rate_per_h: must be > 0 (got 0.0)",
+        ),
+        (
+            {"arrivals": "gamma", "arrival_rate_per_h": 1.0},
+            "bacepipe: error: workload.arrivals: must be one of: batch, poisson, philly "
+            "(got 'gamma')",
+        ),
+    ],
+)
+def test_bad_arrivals_in_a_scenario_file_are_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    workload: dict[str, Any],
+    expected: str,
+) -> None:
+    spec = dict(load_scenario_spec("online"))
+    spec["workload"] = {"n_jobs": 20, **workload}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    assert main(["simulate", "--scenario", str(path)]) == 2
+    assert _one_error_line(capsys) == expected

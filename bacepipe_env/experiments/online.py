@@ -12,6 +12,7 @@ function of the arguments, so the same command writes the same bytes.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -103,32 +104,14 @@ class OnlineRuns:
         return min(self.loads, key=lambda x: (abs(x - RANKING_LOAD), x))
 
 
-def _jct(r: RunSummary) -> float:
-    return r.avg_jct_h
-
-
-def _cost(r: RunSummary) -> float:
-    return r.total_cost_usd
-
-
-def _carbon(r: RunSummary) -> float:
-    return r.carbon_kg
-
-
-def _p95(r: RunSummary) -> float:
-    return r.jct_p95_h
-
-
-def _p99(r: RunSummary) -> float:
-    return r.jct_p99_h
-
-
-def _slowdown(r: RunSummary) -> float:
-    return r.mean_slowdown
-
-
-def _util(r: RunSummary) -> float:
-    return r.gpu_utilization
+# The per-run figures the tables show, read off each RunSummary.
+_jct = operator.attrgetter("avg_jct_h")
+_cost = operator.attrgetter("total_cost_usd")
+_carbon = operator.attrgetter("carbon_kg")
+_p95 = operator.attrgetter("jct_p95_h")
+_p99 = operator.attrgetter("jct_p99_h")
+_slowdown = operator.attrgetter("mean_slowdown")
+_util = operator.attrgetter("gpu_utilization")
 
 
 def _throughput(r: RunSummary) -> float:

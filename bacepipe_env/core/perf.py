@@ -154,20 +154,26 @@ def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
 
 
 def placement_comm_times(
-    profile: JobProfile, cluster: Cluster, path: Sequence[int], gpus: Sequence[int]
+    profile: JobProfile,
+    cluster: Cluster,
+    path: Sequence[int],
+    gpus: Sequence[int],
+    bandwidth_rows: Sequence[Sequence[float]] | None = None,
 ) -> list[float]:
     """The L - 1 boundary transfer times of a placement, in pipeline order (seconds).
 
     Inside region r a hop takes ``A / intra_bandwidth[r]``; between consecutive path regions
     u -> v it takes ``A / B[u, v] + latency[u, v]`` with B the link's nominal capacity
-    (reservations are admission control, constraint 6, not rate limits).
+    (reservations are admission control, constraint 6, not rate limits), or its capacity now
+    when ``bandwidth_rows`` gives it (a degraded link, SPEC section 11).
     """
     a = profile.activation_bytes
     times: list[float] = []
     for i, (r, n) in enumerate(zip(path, gpus)):
         if i:
             u = path[i - 1]
-            times.append(a / float(cluster.bandwidth[u, r]) + float(cluster.latency[u, r]))
+            bw = float(cluster.bandwidth[u, r]) if bandwidth_rows is None else bandwidth_rows[u][r]
+            times.append(a / bw + float(cluster.latency[u, r]))
         times.extend([a / cluster.regions[r].intra_bandwidth] * (n - 1))
     return times
 

@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import ScenarioError
 from .admission import ADMISSION_RULES
 from .cluster import Cluster
+from .faults import FaultModel
 from .job import Job
 from .memory import largest_feasible_gpus, layers_per_stage, memory_floors
 from .perf import JobProfile, ProfileCache, profile_job
@@ -27,7 +28,8 @@ class Scenario:
     some set of regions, or the scenario is rejected here. ``admission`` names the rule that
     decides whether an offered placement is taken now (SPEC section 3b). ``tariff`` prices
     electricity, carbon and egress over time (SPEC section 10); the default is the cluster's
-    flat prices and carbon intensities, without egress.
+    flat prices and carbon intensities, without egress. ``faults`` (SPEC section 11) lists the
+    outages, link and price changes and the GPU failure rate; None is the perfect world.
     """
 
     name: str
@@ -39,6 +41,7 @@ class Scenario:
     ignore_memory: bool = False
     admission: str = "greedy"
     tariff: Tariff = None  # type: ignore[assignment]  # None: flat, from the cluster
+    faults: FaultModel | None = None
 
     def __post_init__(self) -> None:
         jobs = tuple(self.jobs)
@@ -54,13 +57,26 @@ class Scenario:
         if self.admission not in ADMISSION_RULES:
             known = ", ".join(ADMISSION_RULES)
             raise ScenarioError("admission", self.admission, f"unknown rule; choose from: {known}")
+        if self.faults is not None:
+            if not isinstance(self.faults, FaultModel):
+                raise ScenarioError("faults", self.faults, "must be a FaultModel")
+            self.faults.check_regions(self.cluster.n_regions, self.cluster.names)
+        changes = self.faults.prices if self.faults is not None else ()
         if self.tariff is None:
-            object.__setattr__(self, "tariff", Tariff(self.cluster.prices, self.cluster.carbon))
-        elif not isinstance(self.tariff, Tariff):
+            object.__setattr__(
+                self,
+                "tariff",
+                Tariff(self.cluster.prices, self.cluster.carbon, price_changes=changes),
+            )
+        if not isinstance(self.tariff, Tariff):
             raise ScenarioError("tariff", self.tariff, "must be a Tariff")
-        elif self.tariff.n_regions != self.cluster.n_regions:
+        if self.tariff.n_regions != self.cluster.n_regions:
             raise ScenarioError(
                 "tariff", self.tariff.n_regions, f"must cover the {self.cluster.n_regions} regions"
+            )
+        if self.tariff.price_changes != changes:
+            raise ScenarioError(
+                "tariff", "price_changes", "must be the fault model's price changes"
             )
         if not self.ignore_memory:
             self._check_memory()

@@ -33,8 +33,9 @@ import numpy as np
 from ..errors import PlacementError, SimulationError
 from .admission import AdmissionRule, make_admission
 from .cluster import Cluster
+from .faults import Attempt, FaultModel
 from .network import network_utilization_rows
-from .perf import JobProfile, electricity_cost, placement_comm_times
+from .perf import JobProfile, electricity_cost, iteration_time, placement_comm_times
 from .placement import Placement
 from .scenario import Scenario
 from .tariff import Tariff
@@ -51,7 +52,8 @@ __all__ = [
     "Simulator",
 ]
 
-_COMPLETION, _ARRIVAL = 0, 1
+# Event kinds, in their order at one instant: completions, then faults, then arrivals.
+_COMPLETION, _FAULT, _ARRIVAL = 0, 1, 2
 
 #: A placement may reserve up to this relative amount more than a link's residual bandwidth:
 #: Alg. 1 checks ``A / b <= t_comp(g)`` while the ledger books ``b(g) = A / t_comp(g)``, and the
@@ -129,6 +131,21 @@ class JobRecord:
     carbon: float = 0.0  # kg CO2e of its electricity
     egress_cost: float = 0.0  # $ of cross-region traffic (SPEC section 10)
     slowdown: float = 1.0  # jct / the execution on K* GPUs in one region (SPEC section 12)
+    attempts: tuple[Attempt, ...] = ()  # every run of the job, the last one completed
+    wasted_gpu_seconds: float = 0.0  # GPU-seconds of restarts and of work lost to faults
+    wasted_cost: float = 0.0  # $ of electricity of those GPU-seconds
+
+    @property
+    def restarts(self) -> int:
+        """Attempts after the first (0 in a world without faults)."""
+        return max(0, len(self.attempts) - 1)
+
+    @property
+    def gpu_seconds(self) -> float:
+        """GPU-seconds the job held, over all its attempts."""
+        if len(self.attempts) <= 1:
+            return self.n_gpus * self.execution
+        return math.fsum(a.placement.n_gpus * a.duration for a in self.attempts)  # type: ignore[attr-defined]
 
     @property
     def n_gpus(self) -> int:
@@ -157,6 +174,21 @@ class JobRecord:
             "egress_usd": self.egress_cost,
             "slowdown": self.slowdown,
             "reserved_bandwidth_Bps": self.reserved_bandwidth,
+            "restarts": self.restarts,
+            "wasted_gpu_hours": hours(self.wasted_gpu_seconds),
+            "wasted_cost_usd": self.wasted_cost,
+            "attempts": [
+                {
+                    "start_s": a.start,
+                    "end_s": a.end,
+                    "path": [
+                        {"region": names[r], "gpus": n}
+                        for r, n in zip(*_pg(a.placement))  # type: ignore[arg-type]
+                    ],
+                    "outcome": a.outcome,
+                }
+                for a in self.attempts
+            ],
         }
 
 
@@ -187,6 +219,10 @@ class RunResult:
     prices: str = "flat"  # the tariff's price model
     start_hour: float = 0.0  # the hour of 2023 that time 0 falls on (hourly prices)
     egress: bool = False  # whether egress was charged
+    n_restarts: int = 0  # attempts that followed a failure or an outage
+    wasted_gpu_hours: float = 0.0  # restarts and work lost to faults
+    wasted_cost: float = 0.0  # $ of electricity of the wasted GPU-hours
+    gpu_hours: float = 0.0  # every GPU-hour held, useful + wasted
 
     @property
     def throughput(self) -> float:
@@ -208,6 +244,10 @@ class RunResult:
             "jct_p99_s": self.jct_p99,
             "mean_slowdown": self.mean_slowdown,
             "throughput_jobs_per_h": self.throughput,
+            "n_restarts": self.n_restarts,
+            "gpu_hours": self.gpu_hours,
+            "wasted_gpu_hours": self.wasted_gpu_hours,
+            "wasted_cost_usd": self.wasted_cost,
             "makespan_s": self.makespan,
             "makespan_h": hours(self.makespan),
             "gpu_utilization": self.gpu_utilization,
@@ -276,6 +316,29 @@ class _Running:
     egress: float  # $ of its cross-region traffic over the whole execution
     price_sum: float  # sum_r n_r P_r, $/kWh (flat prices)
     carbon_sum: float  # sum_r n_r c_r, g/kWh (flat carbon)
+    token: int = 0  # the sequence number of its live completion event
+    # With faults (SPEC 11) only:
+    attempt_id: int = 0
+    restart: float = 0.0  # s restoring a checkpoint before computing
+    iters: float = 0.0  # iterations left when the attempt started
+    # (time, iterations left then, seconds per iteration from then on), from compute start
+    segments: list[tuple[float, float, float]] | None = None
+
+    @property
+    def compute_start(self) -> float:
+        """When the attempt starts computing (after its restart)."""
+        return self.start + self.restart
+
+    def iters_left(self, t: float) -> float:
+        """Iterations still to do at time ``t`` (faults only)."""
+        assert self.segments is not None
+        if t <= self.compute_start:
+            return self.iters
+        t0, left, t_iter = self.segments[0]
+        for seg in self.segments:
+            if seg[0] <= t:
+                t0, left, t_iter = seg
+        return max(0.0, left - (t - t0) / t_iter)
 
 
 def _percentile(ordered: Sequence[float], q: float) -> float:
@@ -307,6 +370,7 @@ class Simulator:
         *,
         admission: str | AdmissionRule | None = None,
         validate: bool = True,
+        fault_seed: int | None = None,
     ) -> None:
         self.scenario = scenario
         self.placement_policy = placement
@@ -327,6 +391,9 @@ class Simulator:
         self._flat = tariff.flat
         self._egress = tariff.egress is not None
         self._carbon = tariff.carbon
+        faults = scenario.faults
+        self.faults: FaultModel | None = faults if faults is not None and faults.dynamic else None
+        self._fault_seed = int(scenario.params.get("seed", 0)) if fault_seed is None else fault_seed
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -354,6 +421,9 @@ class Simulator:
         self._heap: list[tuple[float, int, int, int]] = []
         for job in sorted(self._jobs.values(), key=lambda j: (j.submit_time, j.job_id)):
             self._push(job.submit_time, _ARRIVAL, job.job_id)
+        self._capacity_now: Any = self._capacity_rows  # the links' capacity now (faults)
+        if self.faults is not None:
+            self._reset_faults(self.faults)
 
     def _push(self, t: float, kind: int, job_id: int) -> None:
         heapq.heappush(self._heap, (t, kind, self._seq, job_id))
@@ -436,7 +506,8 @@ class Simulator:
     def execution_time(self, job_id: int, placement: Placement) -> float:
         """Eq. (2): the job's execution time on ``placement`` (seconds)."""
         prof = self._profiles[job_id]
-        comm = placement_comm_times(prof, self._cluster, placement.path, placement.gpus)
+        rows = None if self.faults is None else self._capacity_now
+        comm = placement_comm_times(prof, self._cluster, placement.path, placement.gpus, rows)
         return prof.execution_time(comm, placement.n_gpus)
 
     def next_release(self) -> Release | None:
@@ -456,7 +527,7 @@ class Simulator:
         residual = [list(row) for row in self._residual]
         for u, v in touched:
             left = [b for j, b in self._link_jobs[(u, v)].items() if j not in done]
-            residual[u][v] = self._capacity_rows[u][v] - (math.fsum(left) if left else 0.0)
+            residual[u][v] = self._capacity_now[u][v] - (math.fsum(left) if left else 0.0)
         return Release(t, tuple(free), tuple(tuple(row) for row in residual))
 
     def placement_on(self, job_id: int, state: Release) -> Placement | None:
@@ -634,7 +705,7 @@ class Simulator:
         recs = tuple(self._records[j] for j in sorted(self._records))
         first = min(r.submit_time for r in recs)
         makespan = max(r.finish_time for r in recs) - first
-        busy = math.fsum(r.n_gpus * r.execution for r in recs)
+        busy = math.fsum(r.gpu_seconds for r in recs)
         total = self._cluster.total_gpus
         jcts = sorted(r.jct for r in recs)
         p50, p95, p99 = (_percentile(jcts, q) for q in (0.50, 0.95, 0.99))
@@ -659,6 +730,10 @@ class Simulator:
             prices=tariff.model,
             start_hour=tariff.start_hour,
             egress=self._egress,
+            n_restarts=sum(r.restarts for r in recs),
+            wasted_gpu_hours=hours(math.fsum(r.wasted_gpu_seconds for r in recs)),
+            wasted_cost=math.fsum(r.wasted_cost for r in recs),
+            gpu_hours=hours(busy),
         )
 
     # -------------------------------------------------------------- internals
@@ -671,14 +746,25 @@ class Simulator:
             self._job_seconds += (len(self._pending) + len(self._running)) * dt
             if self._running:
                 self._accrue(self._time, t)
+        self._time = t
+        faults = self.faults is not None
+        changed = not faults
         while heap and heap[0][0] == t:
-            _, kind, _, job_id = heapq.heappop(heap)
+            _, kind, seq, job_id = heapq.heappop(heap)
             if kind == _COMPLETION:
+                if faults:  # a completion an interruption or a slowdown made stale
+                    run = self._running.get(job_id)
+                    if run is None or run.token != seq:
+                        continue
                 self._finish(job_id)
+            elif kind == _FAULT:
+                if not self._on_fault(job_id):
+                    continue
             else:
                 self._pending.append(job_id)
-        self._time = t
-        self._tried.clear()
+            changed = True
+        if changed:  # an instant where only stale events fell is no decision point
+            self._tried.clear()
 
     def _accrue(self, t0: float, t1: float) -> None:
         """Cost and carbon of the running jobs over ``[t0, t1]``, where none starts or ends."""
@@ -689,14 +775,13 @@ class Simulator:
         else:  # the busy GPUs of each region, times its price's and carbon's integrals
             tariff, power = self._tariff, self._cluster.power_kw
             cost = carbon = 0.0
+            down = self._down if self.faults is not None else None
             for r, (cap, free) in enumerate(zip(self._cluster.capacity, self._free)):
-                if cap > free:
+                if cap > free and not (down and down[r]):
                     cost += (cap - free) * tariff.price_hours(r, t0, t1)
                     carbon += (cap - free) * tariff.carbon_hours(r, t0, t1)
             self._cost_accrued += power * cost
             self._carbon_accrued += power * carbon / 1000.0
-        if self._egress:
-            self._cost_accrued += dt * math.fsum(r.egress / r.execution for r in running)
 
     def _check(self, job_id: int, p: Placement) -> None:
         name = self.placement_policy.name
@@ -753,7 +838,7 @@ class Simulator:
         if self._egress:  # M * A bytes each way per iteration on every cross-region hop
             each_way = prof.iterations * prof.n_micro * prof.activation_bytes
             egress = self._tariff.egress_cost(p.path, each_way)
-        self._running[job_id] = _Running(
+        run = _Running(
             p,
             self._time,
             finish,
@@ -765,10 +850,14 @@ class Simulator:
             price_sum,
             carbon_sum,
         )
-        self._push(finish, _COMPLETION, job_id)
+        if self.faults is not None:
+            self._begin_attempt(job_id, run, prof)
+        run.token = self._seq
+        self._running[job_id] = run
+        self._push(run.finish, _COMPLETION, job_id)
 
-    def _finish(self, job_id: int) -> None:
-        run = self._running.pop(job_id)
+    def _release(self, job_id: int, run: _Running) -> None:
+        """Give back a running attempt's GPUs and bandwidth."""
         p = run.placement
         for r, g in zip(p.path, p.gpus):
             self._free[r] += g
@@ -777,6 +866,14 @@ class Simulator:
         for u, v in p.links:
             del self._link_jobs[(u, v)][job_id]
             self._rebook(u, v)
+
+    def _finish(self, job_id: int) -> None:
+        run = self._running.pop(job_id)
+        self._release(job_id, run)
+        if self.faults is not None:
+            self._finish_after_faults(job_id, run)
+            return
+        p = run.placement
         job = self._jobs[job_id]
         wait = run.start - job.submit_time
         power = self._cluster.power_kw
@@ -795,6 +892,7 @@ class Simulator:
             )
         if self._flat:
             self._carbon_accrued += run.carbon_rate * run.execution
+        self._cost_accrued += run.egress  # charged when the attempt ends
         prof = self._profiles[job_id]
         jct = wait + run.execution  # Eq. (3)
         self._records[job_id] = JobRecord(
@@ -816,13 +914,222 @@ class Simulator:
             carbon=carbon,
             egress_cost=run.egress,
             slowdown=jct / prof.ideal_execution if prof.ideal_execution > 0 else 1.0,
+            attempts=(Attempt(run.start, run.finish, p, "completed"),),
         )
 
     def _rebook(self, u: int, v: int) -> None:
         """Recompute one link's ledger exactly from the jobs that hold it."""
-        holders = self._link_jobs[(u, v)]
+        holders = self._link_jobs.get((u, v))
         booked = math.fsum(holders.values()) if holders else 0.0
+        capacity = self._capacity_now[u][v]
+        if booked > capacity:  # a degraded link: the holders' reservations shrink to fit
+            booked = capacity
         self._reserved[u][v] = booked
-        self._residual[u][v] = self._capacity_rows[u][v] - booked
+        self._residual[u][v] = capacity - booked
         self._residual_view = None
         self._alpha = None
+
+    # ------------------------------------------------------------------ faults (SPEC 11)
+    def _reset_faults(self, faults: FaultModel) -> None:
+        k = self._cluster.n_regions
+        self._rng = np.random.default_rng(np.random.SeedSequence([self._fault_seed, 11]))
+        self._capacity_now = [list(row) for row in self._capacity_rows]
+        self._down = [False] * k
+        self._outages_on = [0] * k
+        self._link_on: dict[tuple[int, int], list[float]] = {}
+        self._iters_left = {j: float(p.iterations) for j, p in self._profiles.items()}
+        self._attempts: dict[int, list[Attempt]] = {j: [] for j in self._jobs}
+        self._acc: dict[int, list[float]] = {j: [0.0] * 5 for j in self._jobs}
+        self._actions: list[tuple[Any, ...]] = []
+        for o in faults.outages:
+            self._push_fault(o.start, ("down", o.region))
+            self._push_fault(o.end, ("up", o.region))
+        for c in faults.links:
+            self._push_fault(c.start, ("degrade", c.src, c.dst, c.factor))
+            self._push_fault(c.end, ("restore", c.src, c.dst, c.factor))
+
+    def _push_fault(self, t: float, action: tuple[Any, ...]) -> None:
+        self._actions.append(action)
+        self._push(t, _FAULT, len(self._actions) - 1)
+
+    def _begin_attempt(self, job_id: int, run: _Running, prof: JobProfile) -> None:
+        """An attempt resumes from the job's last checkpoint, after a restart if it is not the
+        first; its GPUs may fail at the scenario's rate."""
+        faults = self.faults
+        assert faults is not None
+        iters = self._iters_left[job_id]
+        restart = faults.restart_s if self._attempts[job_id] else 0.0
+        t_iter = run.execution / prof.iterations  # seconds per iteration on this placement now
+        compute = run.execution if iters == prof.iterations else iters * t_iter
+        run.restart, run.iters = restart, iters
+        run.segments = [(run.start + restart, iters, t_iter)]
+        run.execution = restart + compute
+        run.finish = run.start + run.execution
+        run.attempt_id = self._seq
+        if faults.gpu_failure_rate > 0:  # the first failure among its GPUs (memoryless)
+            mean = SECONDS_PER_HOUR / (faults.gpu_failure_rate * run.placement.n_gpus)
+            self._push_fault(run.start + float(self._rng.exponential(mean)), ("fail", job_id))
+            self._actions[-1] = ("fail", job_id, run.attempt_id)
+
+    def _on_fault(self, index: int) -> bool:
+        """Apply a fault event; False for a failure of an attempt that has already ended."""
+        action = self._actions[index]
+        kind = action[0]
+        if kind == "fail":
+            run = self._running.get(action[1])
+            if run is None or run.attempt_id != action[2]:
+                return False
+            self._interrupt(action[1], "failed")
+        elif kind == "down":
+            r = action[1]
+            self._outages_on[r] += 1
+            if not self._down[r]:
+                for job_id in [j for j, run in self._running.items() if r in run.placement.path]:
+                    self._interrupt(job_id, "outage")
+                self._down[r] = True
+                self._free_total -= self._free[r]
+                self._free[r] = 0
+                self._free_view = None
+        elif kind == "up":
+            r = action[1]
+            self._outages_on[r] -= 1
+            if self._outages_on[r] == 0 and self._down[r]:
+                self._down[r] = False
+                self._free[r] = self._cluster.capacity[r]
+                self._free_total += self._free[r]
+                self._free_view = None
+        else:  # a link's capacity changes: degrade or restore
+            _, u, v, factor = action
+            active = self._link_on.setdefault((u, v), [])
+            if kind == "degrade":
+                active.append(factor)
+            else:
+                active.remove(factor)
+            capacity = self._capacity_rows[u][v]
+            for f in active:
+                capacity *= f
+            self._capacity_now[u][v] = capacity
+            self._rebook(u, v)
+            for job_id, run in list(self._running.items()):
+                if (u, v) in run.placement.links:
+                    self._new_speed(job_id, run)
+        return True
+
+    def _new_speed(self, job_id: int, run: _Running) -> None:
+        """Eq. (1) again on the links' capacity now, for the rest of the attempt's work."""
+        assert run.segments is not None
+        prof = self._profiles[job_id]
+        p = run.placement
+        comm = placement_comm_times(prof, self._cluster, p.path, p.gpus, self._capacity_now)
+        t_iter = iteration_time(prof.t_comp(p.n_gpus), comm, p.n_gpus, prof.n_micro)
+        now = self._time
+        if now <= run.compute_start:  # still restarting: the whole computation is ahead
+            start = run.compute_start
+            run.segments[0] = (start, run.iters, t_iter)
+            run.finish = start + run.iters * t_iter
+        else:
+            left = run.iters_left(now)
+            run.segments.append((now, left, t_iter))
+            run.finish = now + left * t_iter
+        run.execution = run.finish - run.start
+        run.token = self._seq
+        self._push(run.finish, _COMPLETION, job_id)
+
+    def _interrupt(self, job_id: int, outcome: str) -> None:
+        """End a running attempt now; the job keeps its last checkpoint and waits again."""
+        run = self._running.pop(job_id)
+        self._release(job_id, run)
+        self._close_attempt(job_id, run, self._time, outcome)
+        job = self._jobs[job_id]
+        key = (job.submit_time, job_id)
+        pending, jobs = self._pending, self._jobs
+        i = len(pending)
+        while i and (jobs[pending[i - 1]].submit_time, pending[i - 1]) > key:
+            i -= 1
+        pending.insert(i, job_id)  # back in submission order
+
+    def _energy(self, run: _Running, t0: float, t1: float) -> tuple[float, float]:
+        """Electricity ($) and emissions (kg) of the attempt's GPUs over ``[t0, t1]``."""
+        power, p = self._cluster.power_kw, run.placement
+        if t1 <= t0:
+            return 0.0, 0.0
+        if self._flat:
+            return (
+                electricity_cost(t1 - t0, run.price_sum, power),
+                hours(t1 - t0) * run.carbon_sum * power / 1000.0,
+            )
+        tariff = self._tariff
+        cost = power * math.fsum(g * tariff.price_hours(r, t0, t1) for r, g in zip(p.path, p.gpus))
+        carbon = math.fsum(g * tariff.carbon_hours(r, t0, t1) for r, g in zip(p.path, p.gpus))
+        return cost, power * carbon / 1000.0
+
+    def _close_attempt(self, job_id: int, run: _Running, end: float, outcome: str) -> None:
+        """Book an attempt that ends at ``end``: what it cost, what it wasted, and the
+        iterations the job has left (its last checkpoint, if it did not complete)."""
+        faults = self.faults
+        assert faults is not None
+        start, cs = run.start, run.compute_start
+        if outcome == "completed":
+            kept, done, wasted = end, run.iters, [(start, cs)]
+            self._iters_left[job_id] = 0.0
+        elif end <= cs:  # interrupted while restoring its checkpoint: nothing done
+            kept, done, wasted = end, 0.0, [(start, end)]
+        else:  # checkpoints every checkpoint_interval_s of computing
+            ci = faults.checkpoint_interval_s
+            kept = cs + math.floor((end - cs) / ci) * ci
+            done = run.iters - run.iters_left(end)
+            self._iters_left[job_id] = run.iters_left(kept)
+            wasted = [(start, cs), (kept, end)]
+        cost, carbon = self._energy(run, start, end)
+        wasted_cost = math.fsum(self._energy(run, a, b)[0] for a, b in wasted)
+        wasted_s = math.fsum(max(0.0, b - a) for a, b in wasted)
+        egress = 0.0
+        if self._egress:
+            prof = self._profiles[job_id]
+            egress = self._tariff.egress_cost(
+                run.placement.path, done * prof.n_micro * prof.activation_bytes
+            )
+        acc = self._acc[job_id]
+        acc[0] += cost
+        acc[1] += carbon
+        acc[2] += egress
+        acc[3] += wasted_s * run.placement.n_gpus
+        acc[4] += wasted_cost
+        if self._flat:
+            self._carbon_accrued += run.carbon_rate * (end - start)
+        self._cost_accrued += egress
+        self._attempts[job_id].append(
+            Attempt(start, end, run.placement, outcome, run.restart, wasted_s)
+        )
+
+    def _finish_after_faults(self, job_id: int, run: _Running) -> None:
+        self._close_attempt(job_id, run, run.finish, "completed")
+        job = self._jobs[job_id]
+        prof = self._profiles[job_id]
+        attempts = tuple(self._attempts[job_id])
+        cost, carbon, egress, wasted_gpu_s, wasted_cost = self._acc[job_id]
+        execution = math.fsum(a.duration for a in attempts)
+        jct = run.finish - job.submit_time
+        self._records[job_id] = JobRecord(
+            job_id=job_id,
+            name=job.name,
+            model=job.model.name,
+            dataset=job.dataset,
+            k_star=prof.k_star,
+            memory_floor=min(self._floors[job_id]),
+            submit_time=job.submit_time,
+            start_time=attempts[0].start,
+            finish_time=run.finish,
+            wait=jct - execution,
+            execution=execution,
+            jct=jct,
+            cost=cost,
+            placement=run.placement,
+            reserved_bandwidth=run.reserved,
+            carbon=carbon,
+            egress_cost=egress,
+            slowdown=jct / prof.ideal_execution if prof.ideal_execution > 0 else 1.0,
+            attempts=attempts,
+            wasted_gpu_seconds=wasted_gpu_s,
+            wasted_cost=wasted_cost,
+        )

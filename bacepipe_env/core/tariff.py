@@ -31,6 +31,7 @@ from importlib import resources
 import numpy as np
 
 from ..errors import ScenarioError
+from .faults import PriceChange
 from .validate import require_float
 
 __all__ = [
@@ -141,6 +142,8 @@ class Tariff:
             which the paper's six regions have); ``hourly`` only.
         egress_usd_per_gb: ``None`` (no egress charge, the default), one $/GB figure for every
             directed pair, or a K x K matrix (row = sending region).
+        price_changes: scheduled price changes (SPEC section 11): each multiplies a region's
+            price by its factor over its window.
     """
 
     def __init__(
@@ -152,6 +155,7 @@ class Tariff:
         start_hour: float = 0.0,
         zones: Sequence[str] | None = None,
         egress_usd_per_gb: float | Sequence[Sequence[float]] | None = None,
+        price_changes: Sequence[PriceChange] = (),
     ) -> None:
         if model not in PRICE_MODELS:
             raise ScenarioError(
@@ -170,10 +174,16 @@ class Tariff:
             raise ScenarioError(
                 "start_hour", start_hour, f"must be in [0, {HOURS_PER_YEAR}) (an hour of 2023)"
             )
-        self.flat = model == "flat"
+        self.price_changes = tuple(price_changes)
+        self._windows: tuple[tuple[PriceChange, ...], ...] = tuple(
+            tuple(c for c in self.price_changes if c.region == r) for r in range(k)
+        )
+        # Eq. (4)'s shortcut holds only for constant prices
+        self.flat = model == "flat" and not self.price_changes
+        self._hourly = model == "hourly"
         self.zones: tuple[str, ...] = ()
         self._terms: tuple[tuple[_Integrator, _Integrator], ...] = ()
-        if not self.flat:
+        if self._hourly:
             names = tuple(zones) if zones is not None else ()
             if len(names) != k:
                 raise ScenarioError("zones", list(names), f"needs one zone per region ({k})")
@@ -191,26 +201,38 @@ class Tariff:
 
     def price_at(self, region: int, t: float) -> float:
         """Electricity price of ``region`` at time ``t`` seconds ($/kWh)."""
-        if self.flat:
-            return self.prices[region]
-        return self.prices[region] + self._terms[region][0].at(self._hours(t))
+        price = self.prices[region]
+        if self._hourly:
+            price += self._terms[region][0].at(self._hours(t))
+        for c in self._windows[region]:
+            if c.start <= t < c.end:
+                price *= c.factor
+        return price
 
     def carbon_at(self, region: int, t: float) -> float:
         """Grid carbon intensity of ``region`` at time ``t`` seconds (gCO2e/kWh)."""
-        if self.flat:
+        if not self._hourly:
             return self.carbon[region]
         return self._terms[region][1].at(self._hours(t))
 
     def price_hours(self, region: int, t0: float, t1: float) -> float:
         """``integral of price_r(t) dt`` over ``[t0, t1]`` seconds, t in hours ($/kWh * h)."""
+        total = self._base_price_hours(region, t0, t1)
+        for c in self._windows[region]:  # each change adds (factor - 1) x price on its overlap
+            a, b = max(t0, c.start), min(t1, c.end)
+            if b > a:
+                total += (c.factor - 1.0) * self._base_price_hours(region, a, b)
+        return total
+
+    def _base_price_hours(self, region: int, t0: float, t1: float) -> float:
         base = self.prices[region] * (t1 - t0) / 3600.0
-        if self.flat:
+        if not self._hourly:
             return base
         return base + self._terms[region][0].integral(self._hours(t0), self._hours(t1))
 
     def carbon_hours(self, region: int, t0: float, t1: float) -> float:
         """``integral of carbon_r(t) dt`` over ``[t0, t1]`` seconds, t in hours (g/kWh * h)."""
-        if self.flat:
+        if not self._hourly:
             return self.carbon[region] * (t1 - t0) / 3600.0
         return self._terms[region][1].integral(self._hours(t0), self._hours(t1))
 
@@ -226,7 +248,7 @@ class Tariff:
     def describe(self) -> dict[str, object]:
         """A JSON-ready summary: the model, the start hour, the zones and the egress setting."""
         out: dict[str, object] = {"prices": self.model, "start_hour": self.start_hour}
-        if not self.flat:
+        if self._hourly:
             out["zones"] = list(self.zones)
         out["egress"] = self.egress is not None
         return out

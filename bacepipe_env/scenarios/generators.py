@@ -8,6 +8,7 @@ A generator is any callable ``(numpy.random.Generator) -> Scenario`` with ``max_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +107,11 @@ class ScenarioSampler:
         egress_usd_per_gb: float | None = None,
         load: float | None = None,
         horizon_h: float | None = None,
+        outages: Sequence[tuple[str, float, float]] = (),
+        link_changes: Sequence[tuple[str, str, float, float, float]] = (),
+        gpu_failure_rate: float | None = None,
+        checkpoint_interval_s: float | None = None,
+        restart_s: float | None = None,
     ) -> None:
         self.source = source
         self.template = compile_scenario(
@@ -120,6 +126,11 @@ class ScenarioSampler:
             egress_usd_per_gb=egress_usd_per_gb,
             load=load,
             horizon_h=horizon_h,
+            outages=outages,
+            link_changes=link_changes,
+            gpu_failure_rate=gpu_failure_rate,
+            checkpoint_interval_s=checkpoint_interval_s,
+            restart_s=restart_s,
         )
         self._profiles = ProfileCache()
         first = self.load(0)

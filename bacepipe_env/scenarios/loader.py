@@ -11,7 +11,7 @@ import dataclasses
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -21,6 +21,14 @@ import numpy as np
 
 from ..core.admission import ADMISSION_RULES
 from ..core.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Region
+from ..core.faults import (
+    DEFAULT_CHECKPOINT_INTERVAL_S,
+    DEFAULT_RESTART_S,
+    FaultModel,
+    LinkChange,
+    Outage,
+    PriceChange,
+)
 from ..core.job import Job, ModelSpec, TrainingConstants
 from ..core.perf import ProfileCache, profile_job
 from ..core.scenario import Scenario
@@ -62,6 +70,15 @@ _TOP_KEYS = {
     "prices",
     "start_hour",
     "egress_usd_per_gb",
+    "events",
+    "gpu_failure_rate",
+    "checkpoint_interval_s",
+    "restart_s",
+}
+_EVENT_KEYS = {
+    "outage": {"type", "region", "start_h", "end_h"},
+    "link": {"type", "src", "dst", "factor", "start_h", "end_h", "symmetric"},
+    "price": {"type", "region", "factor", "start_h", "end_h"},
 }
 _CONSTANT_KEYS = {
     "seq_len",
@@ -180,6 +197,11 @@ def load_scenario(
     egress_usd_per_gb: float | None = None,
     load: float | None = None,
     horizon_h: float | None = None,
+    outages: Sequence[tuple[str, float, float]] = (),
+    link_changes: Sequence[tuple[str, str, float, float, float]] = (),
+    gpu_failure_rate: float | None = None,
+    checkpoint_interval_s: float | None = None,
+    restart_s: float | None = None,
 ) -> Scenario:
     """Load a scenario by built-in name, file path or already-parsed mapping, and apply the
     sweep knobs (SPEC section 7).
@@ -194,7 +216,10 @@ def load_scenario(
       admission, flat prices from hour 0, no egress charge, SPEC section 10);
     - ``load`` sets an online workload's arrival rate from its offered load (see
       :meth:`ScenarioTemplate.offered_load`), and ``horizon_h`` keeps only the jobs that
-      arrive within that many hours (at most ``n_jobs`` of them either way).
+      arrive within that many hours (at most ``n_jobs`` of them either way);
+    - ``outages`` ``(region, start_h, end_h)`` and ``link_changes`` ``(src, dst, factor,
+      start_h, end_h)`` add to the file's ``events``; ``gpu_failure_rate`` (per GPU-hour),
+      ``checkpoint_interval_s`` and ``restart_s`` override its fields (SPEC section 11).
     """
     spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
     return build_scenario(
@@ -210,6 +235,11 @@ def load_scenario(
         egress_usd_per_gb=egress_usd_per_gb,
         load=load,
         horizon_h=horizon_h,
+        outages=outages,
+        link_changes=link_changes,
+        gpu_failure_rate=gpu_failure_rate,
+        checkpoint_interval_s=checkpoint_interval_s,
+        restart_s=restart_s,
     )
 
 
@@ -233,6 +263,11 @@ def build_scenario(
     egress_usd_per_gb: float | None = None,
     load: float | None = None,
     horizon_h: float | None = None,
+    outages: Sequence[tuple[str, float, float]] = (),
+    link_changes: Sequence[tuple[str, str, float, float, float]] = (),
+    gpu_failure_rate: float | None = None,
+    checkpoint_interval_s: float | None = None,
+    restart_s: float | None = None,
 ) -> Scenario:
     """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`).
 
@@ -249,6 +284,11 @@ def build_scenario(
         egress_usd_per_gb=egress_usd_per_gb,
         load=load,
         horizon_h=horizon_h,
+        outages=outages,
+        link_changes=link_changes,
+        gpu_failure_rate=gpu_failure_rate,
+        checkpoint_interval_s=checkpoint_interval_s,
+        restart_s=restart_s,
     )
     return template.materialize(seed, profile_cache=profile_cache)
 
@@ -309,6 +349,7 @@ class ScenarioTemplate:
     start_hour: float | None = 0.0  # None: drawn from the seed
     zones: tuple[str, ...] = ()  # per region, its hourly series (hourly prices)
     egress_usd_per_gb: float | tuple[tuple[float, ...], ...] | None = None
+    faults: FaultModel | None = None  # outages, link and price changes, GPU failures
 
     def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
         """The scenario for ``seed``: the workload rule's draws come from
@@ -327,6 +368,7 @@ class ScenarioTemplate:
             start_hour=start_hour,
             zones=self.zones or None,
             egress_usd_per_gb=self.egress_usd_per_gb,
+            price_changes=self.faults.prices if self.faults is not None else (),
         )
         jobs = []
         for i, row in enumerate(rows):
@@ -368,6 +410,7 @@ class ScenarioTemplate:
             ignore_memory=self.ignore_memory,
             admission=self.admission,
             tariff=tariff,
+            faults=self.faults,
         )
 
     def _draw(self, rng: np.random.Generator) -> list[JobRow]:
@@ -427,6 +470,11 @@ def compile_scenario(
     egress_usd_per_gb: float | None = None,
     load: float | None = None,
     horizon_h: float | None = None,
+    outages: Sequence[tuple[str, float, float]] = (),
+    link_changes: Sequence[tuple[str, str, float, float, float]] = (),
+    gpu_failure_rate: float | None = None,
+    checkpoint_interval_s: float | None = None,
+    restart_s: float | None = None,
 ) -> ScenarioTemplate:
     """Validate a parsed scenario mapping and build everything but the seeded draws; the
     keyword arguments, when given, override the file's fields (see :func:`load_scenario`)."""
@@ -517,6 +565,15 @@ def compile_scenario(
         hour,
         tuple(zones) if price_model == "hourly" else (),
         egress,
+        _faults(
+            spec,
+            names,
+            outages,
+            link_changes,
+            gpu_failure_rate,
+            checkpoint_interval_s,
+            restart_s,
+        ),
     )
     if horizon_h is not None:
         if template.workload is None:
@@ -529,6 +586,88 @@ def compile_scenario(
     if target is not None:
         return _with_load(template, target, "load" if load is not None else "workload.load")
     return template
+
+
+def _faults(
+    spec: Mapping[str, Any],
+    names: list[str],
+    outages: Sequence[tuple[str, float, float]],
+    link_changes: Sequence[tuple[str, str, float, float, float]],
+    rate: float | None,
+    checkpoint_s: float | None,
+    restart: float | None,
+) -> FaultModel | None:
+    """The scenario's fault model (SPEC section 11), or None for the perfect world."""
+    h = SECONDS_PER_HOUR
+    raw = spec.get("events", [])
+    if not isinstance(raw, list):
+        raise ScenarioError("events", raw, "must be a list")
+    downs: list[Outage] = []
+    links: list[LinkChange] = []
+    prices: list[PriceChange] = []
+    for i, ev in enumerate(raw):
+        f = f"events[{i}]"
+        if not isinstance(ev, Mapping) or ev.get("type") not in _EVENT_KEYS:
+            kinds = ", ".join(_EVENT_KEYS)
+            raise ScenarioError(f"{f}.type", ev, f"an event is a table with type one of: {kinds}")
+        _no_unknown_keys(f, ev, _EVENT_KEYS[ev["type"]])
+        start = require_float(f"{f}.start_h", _get(f, ev, "start_h"), minimum=0.0)
+        end = require_float(f"{f}.end_h", _get(f, ev, "end_h"), minimum=0.0)
+        if end <= start:
+            raise ScenarioError(f"{f}.end_h", end, f"must be after start_h ({start:g})")
+        if ev["type"] == "outage":
+            r = _region_index(f"{f}.region", _get(f, ev, "region"), names)
+            downs.append(Outage(r, start * h, end * h))
+        elif ev["type"] == "price":
+            r = _region_index(f"{f}.region", _get(f, ev, "region"), names)
+            factor = require_float(f"{f}.factor", _get(f, ev, "factor"), minimum=0.0)
+            prices.append(PriceChange(r, factor, start * h, end * h))
+        else:
+            a = _region_index(f"{f}.src", _get(f, ev, "src"), names)
+            b = _region_index(f"{f}.dst", _get(f, ev, "dst"), names)
+            if a == b:
+                raise ScenarioError(f"{f}.dst", names[b], "a link joins two different regions")
+            factor = require_float(f"{f}.factor", _get(f, ev, "factor"), positive=True, maximum=1.0)
+            symmetric = ev.get("symmetric", False)
+            if not isinstance(symmetric, bool):
+                raise ScenarioError(f"{f}.symmetric", symmetric, "must be true or false")
+            links.append(LinkChange(a, b, factor, start * h, end * h))
+            if symmetric:
+                links.append(LinkChange(b, a, factor, start * h, end * h))
+    for i, (region, start, end) in enumerate(outages):
+        f = f"--outage[{i}]"
+        r = _region_index(f"{f}.region", region, names)
+        t0 = require_float(f"{f}.start_h", start, minimum=0.0)
+        t1 = require_float(f"{f}.end_h", end, minimum=0.0)
+        if t1 <= t0:
+            raise ScenarioError(f"{f}.end_h", end, f"must be after start_h ({t0:g})")
+        downs.append(Outage(r, t0 * h, t1 * h))
+    for i, (src, dst, factor, start, end) in enumerate(link_changes):
+        f = f"--link-degrade[{i}]"
+        a = _region_index(f"{f}.src", src, names)
+        b = _region_index(f"{f}.dst", dst, names)
+        if a == b:
+            raise ScenarioError(f"{f}.dst", dst, "a link joins two different regions")
+        x = require_float(f"{f}.factor", factor, positive=True, maximum=1.0)
+        t0 = require_float(f"{f}.start_h", start, minimum=0.0)
+        t1 = require_float(f"{f}.end_h", end, minimum=0.0)
+        if t1 <= t0:
+            raise ScenarioError(f"{f}.end_h", end, f"must be after start_h ({t0:g})")
+        links.append(LinkChange(a, b, x, t0 * h, t1 * h))
+
+    def knob(key: str, given: float | None, default: float, **bounds: Any) -> float:
+        value = spec.get(key, default) if given is None else given
+        return require_float(key, value, **bounds)
+
+    model = FaultModel(
+        tuple(downs),
+        tuple(links),
+        tuple(prices),
+        knob("gpu_failure_rate", rate, 0.0, minimum=0.0),
+        knob("checkpoint_interval_s", checkpoint_s, DEFAULT_CHECKPOINT_INTERVAL_S, positive=True),
+        knob("restart_s", restart, DEFAULT_RESTART_S, minimum=0.0),
+    )
+    return model if model.active else None
 
 
 def _raw_load(spec: Mapping[str, Any]) -> Any:

@@ -465,6 +465,23 @@ class Simulator:
         return np.array(self._reserved, dtype=float)
 
     @property
+    def down_regions(self) -> tuple[bool, ...]:
+        """Per region, whether it is down now (an outage, SPEC 11); all False without
+        faults."""
+        if self.faults is None:
+            return (False,) * self._cluster.n_regions
+        return tuple(self._down)
+
+    @property
+    def link_capacity_rows(self) -> tuple[tuple[float, ...], ...]:
+        """The links' capacity now (bytes/s) as nested tuples, row u = links out of u: the
+        nominal ``cluster.bandwidth_rows`` times the factors of the link changes in force
+        (SPEC 11); the nominal rows themselves without faults."""
+        if self.faults is None:
+            return self._capacity_rows
+        return tuple(tuple(row) for row in self._capacity_now)
+
+    @property
     def network_utilization(self) -> float:
         """Eq. (11) alpha on the current reservations."""
         if self._alpha is None:

@@ -2,9 +2,10 @@
 the tests.
 
 :data:`FEATURES` lists the observation's float arrays (``regions``, ``bandwidth``, ``queue``,
-``summary``, and the optional ``grid``): each :class:`Feature` has a name, a shape in terms of
-``max_regions`` and ``max_queue``, a description, its named columns (with their lower bounds),
-the function that computes it and, for an optional array, the
+``summary``, and the optional ``grid``, ``region_faults`` and ``link_faults``): each
+:class:`Feature` has a name, a shape in terms of ``max_regions`` and ``max_queue``, a
+description, its named columns (with their lower bounds), the function that computes it and,
+for an optional array, the
 :class:`~bacepipe_env.envs.geopipe.GeoPipeEnv` keyword that turns it on (``enabled_by``).
 :func:`active_features` picks the arrays of an environment; :class:`ObservationEncoder` runs
 their functions at each decision; :func:`observation_space` and :func:`flat_space` build the
@@ -14,7 +15,7 @@ Gymnasium spaces from the same table; :func:`markdown_table` writes the Observat
 Every value is float32, brought to O(1) by :class:`~bacepipe_env.envs.config.ObsScales`, and
 >= 0 except ``grid``'s ``price_now``: an hourly electricity price can be negative, so that
 column's Box bound is ``-inf`` (the only one). The observation holds only what a real
-scheduler knows: no future arrivals, no future prices.
+scheduler knows: no future arrivals, no future prices, no future faults.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ __all__ = [
     "BANDWIDTH_LAYERS",
     "FEATURES",
     "GRID_FEATURES",
+    "LINK_FAULT_LAYERS",
     "OPTIONAL_FEATURES",
     "QUEUE_FEATURES",
+    "REGION_FAULT_FEATURES",
     "REGION_FEATURES",
     "SUMMARY_FEATURES",
     "Column",
@@ -138,6 +141,13 @@ class ObservationEncoder:
     k_star: dict[int, int]  # job id -> K*
     grid_hour: int | None  # the tariff hour grid_obs holds (None: not computed yet)
     grid_obs: np.ndarray  # (max_regions, 2), the cached ``grid`` array
+    nominal: np.ndarray  # (k, k) the links' nominal capacity (bytes/s), float64
+    healthy_links: np.ndarray  # (1, max_regions, max_regions): ``link_faults`` without faults
+    no_outage: np.ndarray  # (max_regions, 1): ``region_faults`` without faults (zeros)
+    down_key: object  # the down_regions tuple down_obs was made from (None: not yet)
+    down_obs: np.ndarray  # (max_regions, 1), the cached ``region_faults`` array
+    links_key: object  # the link_capacity_rows links_obs was made from (None: not yet)
+    links_obs: np.ndarray  # (1, max_regions, max_regions), the cached ``link_faults`` array
 
     def __init__(
         self,
@@ -175,6 +185,12 @@ class ObservationEncoder:
             bw = np.zeros((2, kk, kk), dtype=np.float32)
             bw[1, :k, :k] = _log_gbps(cl.bandwidth, sc)
             self.bandwidth_static = bw
+            self.nominal = np.array(cl.bandwidth_rows, dtype=np.float64)
+            healthy = np.zeros((1, kk, kk), dtype=np.float32)
+            healthy[0, :k, :k] = 1.0
+            healthy[0, range(k), range(k)] = 0.0  # the diagonal
+            self.healthy_links = healthy
+            self.no_outage = np.zeros((kk, len(REGION_FAULT_COLUMNS)), dtype=np.float32)
         self.bandwidth_rows = None
         self.bandwidth_obs = self.bandwidth_static
         lg, lh = sc.log_gbps, sc.log_hours
@@ -187,6 +203,8 @@ class ObservationEncoder:
             )
             self.k_star[j] = p.k_star
         self.grid_hour = None  # a new episode: a new tariff, maybe a new start hour
+        self.down_key, self.down_obs = None, self.no_outage
+        self.links_key, self.links_obs = None, self.healthy_links
 
     def encode(self, d: Decision) -> dict[str, np.ndarray]:
         """The float arrays of this encoder's :data:`FEATURES` at decision ``d``."""
@@ -286,6 +304,38 @@ def _grid(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     return out
 
 
+def _region_faults(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    sim = d.sim
+    if sim.faults is None:  # the perfect world: no region is ever down
+        static: np.ndarray = enc.no_outage.copy()
+        return static
+    down = sim.down_regions  # changes only at an outage's start or end
+    if down != enc.down_key:
+        arr = np.zeros_like(enc.no_outage)
+        arr[: enc.k, 0] = down
+        enc.down_key, enc.down_obs = down, arr
+    out: np.ndarray = enc.down_obs.copy()
+    return out
+
+
+def _link_faults(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    sim = d.sim
+    if sim.faults is None:  # every link at its nominal capacity
+        static: np.ndarray = enc.healthy_links.copy()
+        return static
+    rows = sim.link_capacity_rows  # changes only at a link change's start or end
+    if rows != enc.links_key:
+        k, nominal = enc.k, enc.nominal
+        now = np.array(rows, dtype=np.float64)
+        factor = np.divide(now, nominal, out=np.ones_like(now), where=nominal > 0)
+        arr = enc.healthy_links.copy()
+        arr[0, :k, :k] = factor
+        arr[0, range(k), range(k)] = 0.0  # the diagonal
+        enc.links_key, enc.links_obs = rows, arr
+    out: np.ndarray = enc.links_obs.copy()
+    return out
+
+
 # ------------------------------------------------------------------------------ the table
 REGION_COLUMNS = (
     Column("present", "1 for a region of the scenario, 0 for padding"),
@@ -329,6 +379,16 @@ GRID_COLUMNS = (
     ),
     Column("carbon_now", "grid carbon intensity now, gCO2e/kWh / `scales.carbon` (600)"),
 )
+REGION_FAULT_COLUMNS = (
+    Column("down", "1 while the region is down (an outage: it offers no GPU), else 0"),
+)
+LINK_FAULT_COLUMNS = (
+    Column(
+        "capacity_factor",
+        "the link's capacity now / its nominal capacity (the `bandwidth` array's static "
+        "`capacity` layer): 1 when healthy, the link change's factor while one is in force",
+    ),
+)
 
 #: The observation's float arrays, in the order the docs list them. ``obs["action_mask"]``
 #: (int8, ``(n_actions,)``) comes with them.
@@ -371,6 +431,25 @@ FEATURES: tuple[Feature, ...] = (
         _grid,
         enabled_by="grid_features",
     ),
+    Feature(
+        "region_faults",
+        ("max_regions", len(REGION_FAULT_COLUMNS)),
+        "per region, whether an outage holds it down now (zero rows pad); all zeros in a "
+        "scenario without faults",
+        REGION_FAULT_COLUMNS,
+        _region_faults,
+        enabled_by="fault_features",
+    ),
+    Feature(
+        "link_faults",
+        (len(LINK_FAULT_COLUMNS), "max_regions", "max_regions"),
+        "per directed link u -> v, its capacity now relative to nominal (zero diagonal and "
+        "padding); changes only at a link change's start or end",
+        LINK_FAULT_COLUMNS,
+        _link_faults,
+        column_axis=0,
+        enabled_by="fault_features",
+    ),
 )
 
 REGION_FEATURES = tuple(c.name for c in REGION_COLUMNS)
@@ -378,8 +457,13 @@ BANDWIDTH_LAYERS = tuple(c.name for c in BANDWIDTH_COLUMNS)
 QUEUE_FEATURES = tuple(c.name for c in QUEUE_COLUMNS)
 SUMMARY_FEATURES = tuple(c.name for c in SUMMARY_COLUMNS)
 GRID_FEATURES = tuple(c.name for c in GRID_COLUMNS)
-#: The ``GeoPipeEnv`` keywords that add optional arrays, in table order.
-OPTIONAL_FEATURES: tuple[str, ...] = tuple(f.enabled_by for f in FEATURES if f.enabled_by)
+REGION_FAULT_FEATURES = tuple(c.name for c in REGION_FAULT_COLUMNS)
+LINK_FAULT_LAYERS = tuple(c.name for c in LINK_FAULT_COLUMNS)
+#: The ``GeoPipeEnv`` keywords that add optional arrays, in table order (one keyword may add
+#: several arrays: ``fault_features`` adds ``region_faults`` and ``link_faults``).
+OPTIONAL_FEATURES: tuple[str, ...] = tuple(
+    dict.fromkeys(f.enabled_by for f in FEATURES if f.enabled_by)
+)
 
 
 def feature(name: str) -> Feature:

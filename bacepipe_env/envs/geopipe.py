@@ -66,6 +66,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             mask); off is faster and zeroes them.
         grid_features: add the ``grid`` array (each region's price and carbon intensity now)
             to the observation; off by default, which keeps the v1 ids' spaces.
+        fault_features: add the ``region_faults`` (which regions are down) and
+            ``link_faults`` (each link's capacity now / nominal) arrays; off by default
+            (every id), which keeps the ids' spaces. Faults themselves come with the scenario
+            (``outages=``, ``link_changes=``, ``gpu_failure_rate=``, ... as scenario knobs).
         max_steps: truncate after this many steps (default never; ids use ``TimeLimit``).
         render_mode: ``"ansi"`` or ``"rgb_array"``.
     """
@@ -87,6 +91,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         scales: ObsScales | Mapping[str, float] | None = None,
         preview: bool = True,
         grid_features: bool = False,
+        fault_features: bool = False,
         max_steps: int | None = None,
         render_mode: str | None = None,
         **scenario_knobs: Any,
@@ -104,7 +109,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.scales = cfg.coerce_config(ObsScales, scales, "scales")
         self.preview = bool(preview)
         self.grid_features: bool = cfg.require_choice("grid_features", grid_features, (True, False))
-        enabled = ("grid_features",) if self.grid_features else ()
+        self.fault_features: bool = cfg.require_choice(
+            "fault_features", fault_features, (True, False)
+        )
+        flags = {"grid_features": self.grid_features, "fault_features": self.fault_features}
+        enabled = tuple(name for name, on in flags.items() if on)
         if max_steps is not None:
             max_steps = require_int("max_steps", max_steps, minimum=1, exc=ValidationError)
         self.max_steps = max_steps
@@ -232,7 +241,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         return features.flatten(obs, self._dict_space)
 
     def _info(self, terms: RewardTerms) -> dict[str, Any]:
-        q, n, scales = self._queue, self.max_queue, self._meter.scales
+        q, n, scales, sim = self._queue, self.max_queue, self._meter.scales, self._require_sim()
         k, ids = len(q.job_ids), np.full(n, -1, dtype=np.int64)  # the window, -1 padded
         e1, bk, sub = np.zeros(n), np.zeros(n), np.zeros(n)
         ids[:k], e1[:k], bk[:k] = q.job_ids, q.single_gpu_exec, q.min_bandwidth_kstar
@@ -255,5 +264,6 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             "jct_scale_s": scales.jct_scale,
             "cost_scale_usd": scales.cost_norm,
             "carbon_scale_kg": scales.carbon_norm,
-            "carbon_kg": self._require_sim().carbon_accrued,
+            "carbon_kg": sim.carbon_accrued,
+            "regions_down": sim.down_regions,
         }

@@ -127,7 +127,8 @@ class RewardMeter:
 def episode_info(result: RunResult) -> dict[str, float | int]:
     """The objectives of a finished episode, for the last step's ``info``: the paper's two
     (average JCT, total electricity cost), the makespan, the jobs completed, the emissions,
-    the JCT percentiles, the mean slowdown and the egress charge."""
+    the JCT percentiles, the mean slowdown, the egress charge, and what faults cost (SPEC 11:
+    the restarts, and the GPU-hours and dollars of restarts and lost work; 0 without faults)."""
     return {
         "episode_avg_jct_s": result.avg_jct,
         "episode_avg_jct_h": result.avg_jct / SECONDS_PER_HOUR,
@@ -140,6 +141,9 @@ def episode_info(result: RunResult) -> dict[str, float | int]:
         "episode_jct_p99_s": result.jct_p99,
         "episode_mean_slowdown": result.mean_slowdown,
         "episode_egress_usd": result.total_egress_cost,
+        "episode_restarts": result.n_restarts,
+        "episode_wasted_gpu_hours": result.wasted_gpu_hours,
+        "episode_wasted_cost_usd": result.wasted_cost,
     }
 
 

@@ -46,16 +46,27 @@ def test_the_docs_carry_the_generated_observation_tables():
     # an optional array's row names the keyword that turns it on
     assert "| `grid` | (max_regions, 2) |" in m.group(1)
     assert "(optional: `grid_features=True`)" in m.group(1)
+    assert "| `region_faults` | (max_regions, 1) |" in m.group(1)
+    assert "| `link_faults` | (1, max_regions, max_regions) |" in m.group(1)
+    assert m.group(1).count("(optional: `fault_features=True`)") == 2
 
 
 def test_the_table_is_well_formed():
-    assert [f.name for f in FEATURES] == ["regions", "bandwidth", "queue", "summary", "grid"]
+    assert [f.name for f in FEATURES] == [
+        "regions",
+        "bandwidth",
+        "queue",
+        "summary",
+        "grid",
+        "region_faults",
+        "link_faults",
+    ]
     for f in FEATURES:
         assert f.description and callable(f.encode)
         names = f.column_names
         assert len(set(names)) == len(names), f.name
         assert all(c.description for c in f.columns)
-        axis = 0 if f.name == "bandwidth" else -1  # the axis the columns name
+        axis = 0 if f.name in ("bandwidth", "link_faults") else -1  # the axis the columns name
         assert f.column_axis == axis
         assert f.shape[axis] == len(f.columns), f.name
     assert feature("queue").resolve(max_queue=7, max_regions=3) == (7, 11)
@@ -65,9 +76,13 @@ def test_the_table_is_well_formed():
         feature("nope")
 
 
-def test_grid_is_the_one_optional_array_and_the_one_bounded_below_by_minus_inf():
-    assert OPTIONAL_FEATURES == ("grid_features",)
-    assert [f.name for f in FEATURES if f.enabled_by] == ["grid"]
+def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf():
+    assert OPTIONAL_FEATURES == ("grid_features", "fault_features")
+    assert [(f.name, f.enabled_by) for f in FEATURES if f.enabled_by] == [
+        ("grid", "grid_features"),
+        ("region_faults", "fault_features"),
+        ("link_faults", "fault_features"),
+    ]
     assert feature("grid").column_names == GRID_FEATURES == ("price_now", "carbon_now")
     lows = {(f.name, c.name): c.low for f in FEATURES for c in f.columns}
     assert lows.pop(("grid", "price_now")) == -np.inf  # negative hourly prices are real
@@ -140,7 +155,7 @@ def test_the_encoder_runs_the_tables_functions():
     """Each array of the observation is what the table's function computes on the decision."""
     from bacepipe_env.envs.features import Decision
 
-    env = GeoPipeEnv("paper", grid_features=True)
+    env = GeoPipeEnv("paper", grid_features=True, fault_features=True)
     obs, _ = env.reset(seed=3)
     obs, *_ = env.step(0)
     d = Decision(env.sim, env.queue_snapshot, env.previewer(env.sim, env.queue_snapshot.job_ids))
@@ -149,10 +164,12 @@ def test_the_encoder_runs_the_tables_functions():
         np.testing.assert_array_equal(f.encode(env.encoder, d), obs[f.name], err_msg=f.name)
 
 
-@pytest.mark.parametrize("grid", [False, True], ids=["v1", "grid"])
+@pytest.mark.parametrize("grid", [False, True, "faults"], ids=["v1", "grid", "faults"])
 def test_flat_is_the_dict_flattened_in_key_order(grid):
-    d = GeoPipeEnv("paper", grid_features=grid)
-    f = GeoPipeEnv("paper", observation="flat", grid_features=grid)
+    kw = {"fault_features": True, "grid_features": True} if grid == "faults" else {}
+    kw.setdefault("grid_features", bool(grid))
+    d = GeoPipeEnv("paper", **kw)
+    f = GeoPipeEnv("paper", observation="flat", **kw)
     od, _ = d.reset(seed=1)
     of, _ = f.reset(seed=1)
     assert np.array_equal(of, gym.spaces.flatten(d.observation_space, od))

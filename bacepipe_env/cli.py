@@ -19,11 +19,15 @@ from typing import Any, NoReturn
 
 from . import __version__
 from .core.admission import ADMISSION_RULES
+from .core.faults import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_RESTART_S, LLAMA3_FAILURE_RATE
 from .core.simulator import RunResult
 from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
 from .errors import BacepipeError, ValidationError
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
+from .experiments.faults import DEFAULT_POLICIES as FAULT_POLICIES
+from .experiments.faults import DEFAULT_RATES as FAULT_RATES
+from .experiments.faults import run_faults
 from .experiments.online import DEFAULT_LOADS, DEFAULT_N_JOBS, run_online
 from .experiments.reproduce import CLAIMS, run_reproduce, verdict
 from .experiments.runner import default_workers
@@ -127,6 +131,43 @@ def _parser() -> argparse.ArgumentParser:
             metavar="X",
             help="offered load of an online workload (poisson or philly arrivals): the arrival "
             "rate that keeps this fraction of the GPUs busy (default: the scenario's)",
+        )
+        p.add_argument(
+            "--outage",
+            action="append",
+            default=None,
+            metavar="REGION:START_H:END_H",
+            help="take REGION down from hour START_H to END_H: its attempts end and restart "
+            "elsewhere or later (repeatable; adds to the scenario's events)",
+        )
+        p.add_argument(
+            "--link-degrade",
+            action="append",
+            default=None,
+            metavar="SRC:DST:FACTOR:START_H:END_H",
+            help="the link SRC -> DST carries FACTOR (0 < FACTOR <= 1) of its capacity from "
+            "hour START_H to END_H (repeatable; adds to the scenario's events)",
+        )
+        p.add_argument(
+            "--gpu-failure-rate",
+            default=None,
+            metavar="PER_GPU_HOUR",
+            help="GPU failures per GPU-hour, a Poisson process per GPU drawn from the seed "
+            f"(Llama 3 measured ~{LLAMA3_FAILURE_RATE:.1e}; default: the scenario's, 0)",
+        )
+        p.add_argument(
+            "--checkpoint-interval-s",
+            default=None,
+            metavar="S",
+            help="a job checkpoints every S seconds of computing (default: the scenario's, "
+            f"{DEFAULT_CHECKPOINT_INTERVAL_S:g})",
+        )
+        p.add_argument(
+            "--restart-s",
+            default=None,
+            metavar="S",
+            help="seconds to restore the checkpoint on every attempt after the first "
+            f"(default: the scenario's, {DEFAULT_RESTART_S:g})",
         )
 
     sim = sub.add_parser("simulate", help="run a policy (BACE-Pipe) on a scenario, print every job")
@@ -286,6 +327,34 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated policy names or 'all' (default: the online experiment's own "
         "set, BACE-Pipe and the paper's baselines among them)",
     )
+    flt = sub.add_parser(
+        "faults",
+        help="policies at several GPU failure rates (SPEC 11: checkpoints, restarts, wasted "
+        "work): DIR/faults.md and a chart in DIR/img/",
+    )
+    flt.add_argument(
+        "--out", default="out/faults", metavar="DIR", help="output directory (default out/faults)"
+    )
+    seeds_and_workers(flt)
+    flt.add_argument(
+        "--rates",
+        default=",".join(f"{x:g}" for x in FAULT_RATES),
+        metavar="LIST",
+        help="comma-separated GPU failures per GPU-hour, 0 among them "
+        f"(default {','.join(f'{x:g}' for x in FAULT_RATES)})",
+    )
+    flt.add_argument(
+        "--policies",
+        default=",".join(FAULT_POLICIES),
+        metavar="LIST",
+        help=f"comma-separated policy names or 'all' (default {','.join(FAULT_POLICIES)})",
+    )
+    flt.add_argument(
+        "--scenario",
+        default="paper",
+        metavar="NAME|PATH",
+        help="built-in scenario or file (default paper)",
+    )
     # Listed for --help only: main() hands `bacepipe train ...` to the training command as is.
     sub.add_parser(
         "train",
@@ -332,9 +401,14 @@ def _hour_of_2023(hour: float) -> str:
     return when.strftime("%b %d %H:%M UTC")
 
 
-def format_run(result: RunResult, names: Sequence[str]) -> str:
+def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None = None) -> str:
     """The per-job table and the totals, in hours, dollars and kg CO2e (an ``egress $`` column
-    and total when the run charged egress)."""
+    and total when the run charged egress; with ``faults``, a ``restarts`` column and the
+    restarts, wasted GPU-hours and wasted cost in the totals). ``faults`` defaults to whether
+    the run restarted or wasted anything; ``bacepipe simulate`` passes whether the scenario
+    configured faults."""
+    if faults is None:
+        faults = result.n_restarts > 0 or result.wasted_gpu_hours > 0
     head = [
         "job",
         "model",
@@ -351,6 +425,8 @@ def format_run(result: RunResult, names: Sequence[str]) -> str:
     ]
     if result.egress:
         head.append("egress $")
+    if faults:
+        head.append("restarts")
     rows = []
     for r in result.records:
         row = [
@@ -369,6 +445,8 @@ def format_run(result: RunResult, names: Sequence[str]) -> str:
         ]
         if result.egress:
             row.append(f"{r.egress_cost:,.2f}")
+        if faults:
+            row.append(str(r.restarts))
         rows.append(row)
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     text = {0, 1, 2, 6}  # the other columns are numbers, right-aligned
@@ -402,6 +480,10 @@ def format_run(result: RunResult, names: Sequence[str]) -> str:
     out.append(f"  total cost       {result.total_cost:12,.2f} $")
     if result.egress:
         out.append(f"  egress cost      {result.total_egress_cost:12,.2f} $")
+    if faults:
+        out.append(f"  restarts         {result.n_restarts:12d}")
+        out.append(f"  wasted GPU-hours {result.wasted_gpu_hours:12,.2f} GPU-h")
+        out.append(f"  wasted cost      {result.wasted_cost:12,.2f} $")
     out.append(f"  total carbon     {result.total_carbon:12,.2f} kg CO2e")
     out.append(f"  makespan         {hours(result.makespan):12.2f} h")
     out.append(f"  GPU utilisation  {100 * result.gpu_utilization:12.1f} %")
@@ -433,10 +515,86 @@ def _start_hour(text: str) -> float | str:
     return hour
 
 
+def _number(flag: str, value: str, reason: str, *, minimum: float = 0.0) -> float:
+    """A flag's (or a field's) value as a finite number >= ``minimum``."""
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number >= minimum):
+        raise ValidationError(flag, value, reason)
+    return number
+
+
+def _window(flag: str, spec: str, start: str, end: str) -> tuple[float, float]:
+    """``START_H`` and ``END_H`` of a fault flag: numbers of hours, 0 <= START_H < END_H."""
+    t0 = _number(flag, start, "START_H must be a finite number of hours >= 0")
+    t1 = _number(flag, end, "END_H must be a finite number of hours >= 0")
+    if t1 <= t0:
+        raise ValidationError(flag, spec, "END_H must be after START_H")
+    return t0, t1
+
+
+def parse_outage(spec: str) -> tuple[str, float, float]:
+    """``--outage EU-West:5:8`` -> ``("EU-West", 5.0, 8.0)``; the region is checked when the
+    scenario loads."""
+    fields = spec.split(":")
+    if len(fields) != 3 or not fields[0].strip():
+        raise ValidationError("--outage", spec, "expected REGION:START_H:END_H, e.g. EU-West:5:8")
+    region, start, end = (f.strip() for f in fields)
+    t0, t1 = _window("--outage", spec, start, end)
+    return region, t0, t1
+
+
+def parse_link_degrade(spec: str) -> tuple[str, str, float, float, float]:
+    """``--link-degrade EU-West:US-East-2:0.5:2:6`` -> ``("EU-West", "US-East-2", 0.5, 2.0,
+    6.0)``; the regions are checked when the scenario loads."""
+    fields = spec.split(":")
+    if len(fields) != 5 or not fields[0].strip() or not fields[1].strip():
+        raise ValidationError(
+            "--link-degrade",
+            spec,
+            "expected SRC:DST:FACTOR:START_H:END_H, e.g. EU-West:US-East-2:0.5:2:6",
+        )
+    src, dst, factor, start, end = (f.strip() for f in fields)
+    if src == dst:
+        raise ValidationError("--link-degrade", spec, "a link joins two different regions")
+    f = _number("--link-degrade", factor, "FACTOR must be a number in (0, 1]")
+    if not 0 < f <= 1:  # 0 passes _number
+        raise ValidationError("--link-degrade", factor, "FACTOR must be a number in (0, 1]")
+    t0, t1 = _window("--link-degrade", spec, start, end)
+    return src, dst, f, t0, t1
+
+
+def _faults(args: argparse.Namespace) -> dict[str, Any]:
+    """The fault flags as load_scenario keywords, tuples (RunSpec knobs are hashable)."""
+    knobs: dict[str, Any] = {}
+    if args.outage:
+        knobs["outages"] = tuple(parse_outage(x) for x in args.outage)
+    if args.link_degrade:
+        knobs["link_changes"] = tuple(parse_link_degrade(x) for x in args.link_degrade)
+    if args.gpu_failure_rate is not None:
+        knobs["gpu_failure_rate"] = _number(
+            "--gpu-failure-rate",
+            args.gpu_failure_rate,
+            "must be a finite number of failures per GPU-hour >= 0",
+        )
+    if args.checkpoint_interval_s is not None:
+        knobs["checkpoint_interval_s"] = _finite_positive(
+            "--checkpoint-interval-s", args.checkpoint_interval_s, " (seconds)"
+        )
+    if args.restart_s is not None:
+        knobs["restart_s"] = _number(
+            "--restart-s", args.restart_s, "must be a finite number of seconds >= 0"
+        )
+    return knobs
+
+
 def _world(args: argparse.Namespace) -> dict[str, Any]:
-    """The world flags (--admission, --ignore-memory, --prices, --start-hour, --egress, --load)
-    as load_scenario keywords; unset ones are left out, so that the scenario file's own fields
-    apply."""
+    """The world flags (--admission, --ignore-memory, --prices, --start-hour, --egress, --load
+    and the fault flags --outage, --link-degrade, --gpu-failure-rate, --checkpoint-interval-s,
+    --restart-s) as load_scenario keywords; unset ones are left out, so that the scenario
+    file's own fields apply."""
     knobs: dict[str, Any] = {}
     if args.admission is not None:
         if args.admission not in ADMISSION_RULES:
@@ -458,6 +616,7 @@ def _world(args: argparse.Namespace) -> dict[str, Any]:
         knobs["egress_usd_per_gb"] = _finite_positive("--egress", args.egress, " ($/GB)")
     if args.load is not None:
         knobs["load"] = _finite_positive("--load", args.load)
+    knobs.update(_faults(args))
     return knobs
 
 
@@ -481,7 +640,8 @@ def _simulate(args: argparse.Namespace) -> int:
     result = policy.simulate(scenario)
     names = scenario.cluster.names
     if args.json != "-":
-        print(format_run(result, names))
+        faults = scenario.faults is not None and scenario.faults.active
+        print(format_run(result, names, faults=faults))
     if args.json is not None:
         payload = {"params": dict(scenario.params), **result.to_dict(names)}
         text = json.dumps(payload, indent=2)
@@ -643,6 +803,41 @@ def _online(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_rates(text: str) -> list[float]:
+    """``--rates "0,2e-5,2e-4"``: GPU failure rates, each a finite number >= 0, 0 among them,
+    none twice."""
+    rates = [
+        _number("--rates", x.strip(), "each rate must be a finite number >= 0")
+        for x in text.split(",")
+        if x.strip()
+    ]
+    if not rates:
+        raise ValidationError("--rates", text, "give at least one rate, e.g. 0,2e-5,2e-4")
+    if len(set(rates)) != len(rates):
+        raise ValidationError("--rates", text, "a rate is listed twice")
+    if 0.0 not in rates:
+        raise ValidationError("--rates", text, "must include 0 (the runs are normalised to it)")
+    return rates
+
+
+def _faults_experiment(args: argparse.Namespace) -> int:
+    if not args.out.strip():
+        raise ValidationError("--out", args.out, "give an output directory")
+    seeds = parse_seeds(args.seeds)
+    rates = parse_rates(args.rates)
+    policies = _policies(args.policies)
+    path = run_faults(
+        Path(args.out),
+        seeds=seeds,
+        rates=rates,
+        policies=policies,
+        scenario=args.scenario,
+        workers=args.workers or default_workers(),
+    )
+    print(f"wrote {path}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bacepipe`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -670,6 +865,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _reproduce(args)
         if args.command == "online":
             return _online(args)
+        if args.command == "faults":
+            return _faults_experiment(args)
         return _simulate(args)
     except BacepipeError as err:
         print(f"bacepipe: error: {err}", file=sys.stderr)

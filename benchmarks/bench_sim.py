@@ -2,7 +2,8 @@
 
 Prints, for BACE-Pipe on one core:
 - the ``paper`` scenario (6 regions, 8 jobs): episodes/s and decisions/s, under each admission
-  rule (GPU memory checked) and under the paper's literal semantics (memory ignored, greedy);
+  rule (GPU memory checked), under the paper's literal semantics (memory ignored, greedy) and
+  with GPU failures at 2e-4 per GPU-hour (SPEC 11: attempts, checkpoints and restarts);
 - a synthetic 32-region, 1,000-job scenario, all jobs at t = 0 and with Poisson arrivals:
   wall time to load and profile it, and to simulate it.
 
@@ -20,8 +21,16 @@ from bacepipe_env import bace_pipe, load_scenario, synthetic_scenario
 from bacepipe_env.core.admission import ADMISSION_RULES
 
 
-def _paper(seconds: float, admission: str, ignore_memory: bool = False) -> None:
-    scenario = load_scenario("paper", seed=0, admission=admission, ignore_memory=ignore_memory)
+def _paper(
+    seconds: float, admission: str, ignore_memory: bool = False, gpu_failure_rate: float = 0.0
+) -> None:
+    scenario = load_scenario(
+        "paper",
+        seed=0,
+        admission=admission,
+        ignore_memory=ignore_memory,
+        gpu_failure_rate=gpu_failure_rate,
+    )
     _ = scenario.profiles  # profiled once, as the Job Parser would
     policy = bace_pipe()
     policy.simulate(scenario)  # warm-up
@@ -32,6 +41,8 @@ def _paper(seconds: float, admission: str, ignore_memory: bool = False) -> None:
         n_eps += 1
         n_dec += result.n_decisions
     world = "memory ignored" if ignore_memory else "memory checked"
+    if gpu_failure_rate > 0:
+        world += f", GPU failures at {gpu_failure_rate:g}/GPU-h"
     print(
         f"paper (6 regions, 8 jobs), BACE-Pipe, {admission} admission, {world}: "
         f"{n_eps / elapsed:,.0f} episodes/s, {n_dec / elapsed:,.0f} decisions/s "
@@ -65,6 +76,7 @@ def main() -> None:
     _paper(args.seconds, "greedy", ignore_memory=True)
     for rule in ADMISSION_RULES:
         _paper(args.seconds, rule)
+    _paper(args.seconds, "greedy", gpu_failure_rate=2e-4)
     _large(None)
     _large(2.0)
 

@@ -19,7 +19,14 @@ from ..policies.registry import policy_info
 from ..scenarios.loader import load_scenario
 from .plots import bar_chart, sweep_chart
 from .runner import RunSummary, expand, run_all
-from .summary import PolicyStats, egress_charged, summarise, write_csv, write_json
+from .summary import (
+    PolicyStats,
+    egress_charged,
+    faults_configured,
+    summarise,
+    write_csv,
+    write_json,
+)
 from .tensorboard import ScalarWriter
 
 __all__ = [
@@ -118,7 +125,7 @@ def run_compare(
         expand(policies, scenario, seeds, knobs), workers=workers, label=name, progress=progress
     )
     egress = egress_charged(runs)
-    stats = summarise(runs, ref, egress=egress)
+    stats = summarise(runs, ref, egress=egress, faults=faults_configured(runs))
     outcome = ExperimentOutcome(ref, {None: stats}, runs)
     files = outcome.files
     files.append(out / f"{name}-runs.csv")
@@ -236,8 +243,11 @@ def run_sweep(
     ]
     runs = run_all(specs, workers=workers, label=f"sweep {kind}", progress=progress)
     egress = egress_charged(runs)
+    faults = faults_configured(runs)
     stats = {
-        v: summarise([r for r in runs if r.spec.tag["value"] == v], ref, egress=egress)
+        v: summarise(
+            [r for r in runs if r.spec.tag["value"] == v], ref, egress=egress, faults=faults
+        )
         for v in vals
     }
     outcome = ExperimentOutcome(ref, dict(stats), runs)

@@ -42,7 +42,9 @@ class RunSummary:
     """The totals of one run, in the units tables show (hours, dollars, kg CO2e).
 
     ``total_cost_usd`` is the electricity (Eq. 8); ``egress_usd`` the cross-region traffic,
-    0 unless the scenario's tariff charges it (SPEC section 10)."""
+    0 unless the scenario's tariff charges it (SPEC section 10). ``faults`` says whether the
+    scenario configured any fault (SPEC section 11); ``n_restarts``, ``wasted_gpu_hours`` and
+    ``wasted_cost_usd`` (part of ``total_cost_usd``) count what they cost."""
 
     spec: RunSpec
     avg_jct_h: float
@@ -56,10 +58,15 @@ class RunSummary:
     jct_p99_h: float = 0.0
     mean_slowdown: float = 1.0
     n_jobs: int = 0
+    faults: bool = False
+    n_restarts: int = 0
+    wasted_gpu_hours: float = 0.0
+    wasted_cost_usd: float = 0.0
 
     def row(self) -> dict[str, Any]:
-        """A flat dict for CSV/JSON."""
-        return {
+        """A flat dict for CSV/JSON; the restarts and the wasted GPU-hours and cost only when
+        the scenario configured faults."""
+        out: dict[str, Any] = {
             "policy": self.spec.policy,
             "scenario": self.spec.scenario,
             "seed": self.spec.seed,
@@ -77,6 +84,11 @@ class RunSummary:
             "mean_slowdown": self.mean_slowdown,
             "n_jobs": self.n_jobs,
         }
+        if self.faults:
+            out["n_restarts"] = self.n_restarts
+            out["wasted_gpu_hours"] = self.wasted_gpu_hours
+            out["wasted_cost_usd"] = self.wasted_cost_usd
+        return out
 
 
 def _run_learned(spec: RunSpec, scenario: Any) -> Any:
@@ -114,6 +126,10 @@ def run_one(spec: RunSpec) -> RunSummary:
         hours(result.jct_p99),
         result.mean_slowdown,
         len(result.records),
+        scenario.faults is not None and scenario.faults.active,
+        result.n_restarts,
+        result.wasted_gpu_hours,
+        result.wasted_cost,
     )
 
 

@@ -16,6 +16,7 @@ from .stats import Estimate, estimate
 __all__ = [
     "PolicyStats",
     "egress_charged",
+    "faults_configured",
     "format_table",
     "summarise",
     "write_csv",
@@ -28,7 +29,9 @@ class PolicyStats:
     """A policy's average JCT (h), total cost ($, electricity) and carbon (kg CO2e) over
     seeds: means with 95% CIs, and the same normalised seed by seed to the reference policy
     (``x_policy / x_reference``). ``egress_usd`` (the cross-region traffic's charge) is there
-    only when the runs charged egress, None otherwise."""
+    only when the runs charged egress, None otherwise; ``restarts``, ``wasted_gpu_hours`` and
+    ``wasted_cost_usd`` (attempts after a failure or an outage, and the GPU-hours and dollars
+    of restarts and lost work, SPEC section 11) only when the runs configured faults."""
 
     policy: str
     jct_h: Estimate
@@ -38,10 +41,14 @@ class PolicyStats:
     carbon_kg: Estimate
     carbon_norm: Estimate
     egress_usd: Estimate | None = None
+    restarts: Estimate | None = None
+    wasted_gpu_hours: Estimate | None = None
+    wasted_cost_usd: Estimate | None = None
 
     def row(self) -> dict[str, Any]:
         """A flat dict for CSV/JSON (NaN CIs when there is one seed); ``egress_usd_*`` only
-        when egress was charged."""
+        when egress was charged, ``n_restarts_*`` and ``wasted_*`` only when faults were
+        configured."""
         out: dict[str, Any] = {"policy": self.policy, "n_seeds": self.jct_h.n}
         estimates = [
             ("avg_jct_h", self.jct_h),
@@ -53,6 +60,13 @@ class PolicyStats:
         ]
         if self.egress_usd is not None:
             estimates.append(("egress_usd", self.egress_usd))
+        for name, maybe in (
+            ("n_restarts", self.restarts),
+            ("wasted_gpu_hours", self.wasted_gpu_hours),
+            ("wasted_cost_usd", self.wasted_cost_usd),
+        ):
+            if maybe is not None:
+                estimates.append((name, maybe))
         for name, est in estimates:
             out[f"{name}_mean"] = est.mean
             out[f"{name}_ci95"] = est.ci95
@@ -64,18 +78,29 @@ def egress_charged(runs: Sequence[RunSummary]) -> bool:
     return any(run.egress_usd > 0 or "egress_usd_per_gb" in dict(run.spec.knobs) for run in runs)
 
 
+def faults_configured(runs: Sequence[RunSummary]) -> bool:
+    """Whether any of ``runs`` ran on a scenario with faults (events or a GPU failure rate)."""
+    return any(run.faults for run in runs)
+
+
 def _ratio(x: float, ref: float) -> float:
     """``x / ref``; NaN when the reference is 0 (a scenario without carbon figures)."""
     return x / ref if ref != 0 else math.nan
 
 
 def summarise(
-    runs: Sequence[RunSummary], reference: str, *, egress: bool | None = None
+    runs: Sequence[RunSummary],
+    reference: str,
+    *,
+    egress: bool | None = None,
+    faults: bool | None = None,
 ) -> list[PolicyStats]:
     """Group ``runs`` by policy (first-seen order) and normalise each seed to ``reference``'s
     run on the same seed. Every policy must have run on the reference's seeds. ``egress``:
-    whether to report the egress charge (default: :func:`egress_charged` of ``runs``)."""
+    whether to report the egress charge (default: :func:`egress_charged` of ``runs``);
+    ``faults``: whether to report restarts and waste (default: :func:`faults_configured`)."""
     with_egress = egress_charged(runs) if egress is None else egress
+    with_faults = faults_configured(runs) if faults is None else faults
     by_policy: dict[str, dict[int, RunSummary]] = {}
     for run in runs:
         by_policy.setdefault(run.spec.policy, {})[run.spec.seed] = run
@@ -100,6 +125,9 @@ def summarise(
                 estimate(carbon),
                 estimate([_ratio(seeds[s].carbon_kg, ref[s].carbon_kg) for s in order]),
                 estimate([seeds[s].egress_usd for s in order]) if with_egress else None,
+                estimate([float(seeds[s].n_restarts) for s in order]) if with_faults else None,
+                estimate([seeds[s].wasted_gpu_hours for s in order]) if with_faults else None,
+                estimate([seeds[s].wasted_cost_usd for s in order]) if with_faults else None,
             )
         )
     return out
@@ -115,17 +143,24 @@ def _pm(est: Estimate, fmt: str) -> str:
 
 def format_table(stats: Sequence[PolicyStats], reference: str) -> str:
     """A text table: mean ± 95% CI half-width, absolute (JCT, cost, carbon and, when it was
-    charged, egress) and relative to ``reference`` (JCT, cost, carbon)."""
+    charged, egress; when faults were configured, restarts and wasted cost) and relative to
+    ``reference`` (JCT, cost, carbon)."""
     egress = any(s.egress_usd is not None for s in stats)
+    faults = any(s.restarts is not None for s in stats)
     head = ["policy", "avg JCT h", "total cost $", "carbon kg"]
     if egress:
         head.append("egress $")
+    if faults:
+        head += ["restarts", "wasted $"]
     head += [f"JCT / {reference}", f"cost / {reference}", f"carbon / {reference}"]
     rows = []
     for s in stats:
         row = [s.policy, _pm(s.jct_h, ",.2f"), _pm(s.cost_usd, ",.2f"), _pm(s.carbon_kg, ",.2f")]
         if egress:
             row.append("-" if s.egress_usd is None else _pm(s.egress_usd, ",.2f"))
+        if faults:
+            row.append("-" if s.restarts is None else _pm(s.restarts, ",.1f"))
+            row.append("-" if s.wasted_cost_usd is None else _pm(s.wasted_cost_usd, ",.2f"))
         row += [_pm(s.jct_norm, ".3f"), _pm(s.cost_norm, ".3f"), _pm(s.carbon_norm, ".3f")]
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]

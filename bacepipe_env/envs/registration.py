@@ -26,6 +26,7 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "scenario": "online",
         "max_queue": None,
         "grid_features": True,
+        "fault_features": True,  # outages and degraded links show (healthy: 0 down, factor 1)
     },
 }
 

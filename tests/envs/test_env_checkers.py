@@ -94,6 +94,8 @@ def test_gymnasium_env_checker(env_id, mode):
     else:
         assert isinstance(env.observation_space, gym.spaces.Dict)
         grid = {"grid"} if ENV_IDS[env_id].get("grid_features") else set()
+        if ENV_IDS[env_id].get("fault_features"):
+            grid |= {"region_faults", "link_faults"}
         assert set(env.observation_space.spaces) == {
             "regions",
             "bandwidth",

@@ -79,7 +79,12 @@ def _expected_grid(t: float, start_hour: float) -> np.ndarray:
 
 # --------------------------------------------------------------------------- registration
 def test_online_is_registered_with_grid_features_and_a_distant_step_limit():
-    assert ENV_IDS[ONLINE] == {"scenario": "online", "max_queue": None, "grid_features": True}
+    assert ENV_IDS[ONLINE] == {
+        "scenario": "online",
+        "max_queue": None,
+        "grid_features": True,
+        "fault_features": True,
+    }
     assert MAX_EPISODE_STEPS[ONLINE] >= 100 * 500  # far beyond the 500-job episode
     env = gym.make(ONLINE)
     assert env.spec.max_episode_steps == MAX_EPISODE_STEPS[ONLINE]

@@ -1,7 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make demo   create .venv if missing, install, simulate BACE-Pipe, compare the baselines,
-#               regenerate the reproduction report, rank the policies on the online world,
-#               train a learned orderer for a minute
+#               regenerate the reproduction report, rank the policies on the online world
+#               and under GPU failures, train a learned orderer for a minute
 #               and overlay it with the heuristics
 #   make test   create .venv if missing, install, run the test suite
 PYTHON ?= python3
@@ -27,6 +27,7 @@ demo: $(STAMP)
 	$(VENV)/bin/bacepipe compare --scenario paper --seeds 10 --out out/compare
 	$(VENV)/bin/bacepipe reproduce --out out/reproduce
 	$(VENV)/bin/bacepipe online --out out/online
+	$(VENV)/bin/bacepipe faults --out out/faults
 	rm -rf out/runs/demo__maskable_ppo__0
 	$(VENV)/bin/bacepipe train learn --total-timesteps 20000 --eval-freq 4000 --n-eval 20 \
 		--logdir out/runs --run-name demo__maskable_ppo__0
@@ -38,6 +39,7 @@ demo: $(STAMP)
 	@echo "  $(VENV)/bin/tensorboard --logdir out/compare/tb"
 	@echo "The paper's claims under four semantics: out/reproduce/reproduction.md"
 	@echo "The online world (Philly arrivals, hourly prices and carbon): out/online/online.md"
+	@echo "Every policy against the GPU failure rate: out/faults/faults.md"
 
 test: $(STAMP)
 	$(PY) -m pytest -q

@@ -8,7 +8,6 @@ A generator is any callable ``(numpy.random.Generator) -> Scenario`` with ``max_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +22,13 @@ from ..core.scenario import Scenario
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s
 from ..core.validate import require_float, require_int
 from ..errors import ScenarioError
-from .loader import ScenarioTemplate, build_scenario, compile_scenario, load_scenario_spec
+from .loader import (
+    ScenarioTemplate,
+    build_scenario,
+    check_knobs,
+    compile_scenario,
+    load_scenario_spec,
+)
 
 __all__ = ["RandomScenarioGenerator", "ScenarioSampler", "synthetic_scenario"]
 
@@ -93,45 +98,9 @@ class ScenarioSampler:
     profiles are shared across calls. The keyword arguments are :func:`compile_scenario`'s.
     """
 
-    def __init__(
-        self,
-        source: str = "paper",
-        *,
-        bandwidth_scale: float = 1.0,
-        gpu_scale: float = 1.0,
-        n_jobs: int | None = None,
-        ignore_memory: bool | None = None,
-        admission: str | None = None,
-        prices: str | None = None,
-        start_hour: float | str | None = None,
-        egress_usd_per_gb: float | None = None,
-        load: float | None = None,
-        horizon_h: float | None = None,
-        outages: Sequence[tuple[str, float, float]] = (),
-        link_changes: Sequence[tuple[str, str, float, float, float]] = (),
-        gpu_failure_rate: float | None = None,
-        checkpoint_interval_s: float | None = None,
-        restart_s: float | None = None,
-    ) -> None:
+    def __init__(self, source: str = "paper", **knobs: Any) -> None:
         self.source = source
-        self.template = compile_scenario(
-            load_scenario_spec(source),
-            bandwidth_scale=bandwidth_scale,
-            gpu_scale=gpu_scale,
-            n_jobs=n_jobs,
-            ignore_memory=ignore_memory,
-            admission=admission,
-            prices=prices,
-            start_hour=start_hour,
-            egress_usd_per_gb=egress_usd_per_gb,
-            load=load,
-            horizon_h=horizon_h,
-            outages=outages,
-            link_changes=link_changes,
-            gpu_failure_rate=gpu_failure_rate,
-            checkpoint_interval_s=checkpoint_interval_s,
-            restart_s=restart_s,
-        )
+        self.template = compile_scenario(load_scenario_spec(source), **check_knobs(knobs))
         self._profiles = ProfileCache()
         first = self.load(0)
         self.max_regions = first.cluster.n_regions

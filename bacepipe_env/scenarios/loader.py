@@ -8,6 +8,7 @@ and either an explicit job list or a workload rule. The schema is documented in
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import math
 import sys
@@ -35,7 +36,7 @@ from ..core.scenario import Scenario
 from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS, Tariff
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
 from ..core.validate import require_float, require_int, require_square_matrix, require_str
-from ..errors import ScenarioError
+from ..errors import ScenarioError, ValidationError
 from .arrivals import ARRIVAL_PROCESSES, arrival_times
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "ScenarioTemplate",
     "WorkloadRule",
     "build_scenario",
+    "check_knobs",
     "compile_scenario",
     "list_scenarios",
     "load_scenario",
@@ -184,27 +186,10 @@ def _parse_toml(text: str, origin: str) -> dict[str, Any]:
 
 
 def load_scenario(
-    source: str | Path | Mapping[str, Any],
-    *,
-    seed: int = 0,
-    bandwidth_scale: float = 1.0,
-    gpu_scale: float = 1.0,
-    n_jobs: int | None = None,
-    ignore_memory: bool | None = None,
-    admission: str | None = None,
-    prices: str | None = None,
-    start_hour: float | str | None = None,
-    egress_usd_per_gb: float | None = None,
-    load: float | None = None,
-    horizon_h: float | None = None,
-    outages: Sequence[tuple[str, float, float]] = (),
-    link_changes: Sequence[tuple[str, str, float, float, float]] = (),
-    gpu_failure_rate: float | None = None,
-    checkpoint_interval_s: float | None = None,
-    restart_s: float | None = None,
+    source: str | Path | Mapping[str, Any], *, seed: int = 0, **knobs: Any
 ) -> Scenario:
     """Load a scenario by built-in name, file path or already-parsed mapping, and apply the
-    sweep knobs (SPEC section 7).
+    sweep knobs (SPEC section 7), the keyword arguments of :func:`compile_scenario`:
 
     - ``seed`` drives the random parts of a workload rule (dataset and model draws, arrivals);
     - ``bandwidth_scale`` multiplies every inter-region link (not the intra-region bandwidth);
@@ -222,25 +207,7 @@ def load_scenario(
       ``checkpoint_interval_s`` and ``restart_s`` override its fields (SPEC section 11).
     """
     spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
-    return build_scenario(
-        spec,
-        seed=seed,
-        bandwidth_scale=bandwidth_scale,
-        gpu_scale=gpu_scale,
-        n_jobs=n_jobs,
-        ignore_memory=ignore_memory,
-        admission=admission,
-        prices=prices,
-        start_hour=start_hour,
-        egress_usd_per_gb=egress_usd_per_gb,
-        load=load,
-        horizon_h=horizon_h,
-        outages=outages,
-        link_changes=link_changes,
-        gpu_failure_rate=gpu_failure_rate,
-        checkpoint_interval_s=checkpoint_interval_s,
-        restart_s=restart_s,
-    )
+    return build_scenario(spec, seed=seed, **knobs)
 
 
 def scale_gpus(gpus: int, scale: float) -> int:
@@ -248,48 +215,32 @@ def scale_gpus(gpus: int, scale: float) -> int:
     return max(1, math.floor(gpus * scale + 0.5))
 
 
+def check_knobs(knobs: Mapping[str, Any]) -> dict[str, Any]:
+    """``knobs`` if every name is a keyword of :func:`compile_scenario`, else a one-line
+    ValidationError naming the first unknown one and the known ones."""
+    known = [
+        name
+        for name, p in inspect.signature(compile_scenario).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    for name in knobs:
+        if name not in known:
+            raise ValidationError(name, knobs[name], f"unknown knob; known: {', '.join(known)}")
+    return dict(knobs)
+
+
 def build_scenario(
     spec: Mapping[str, Any],
     *,
     seed: int = 0,
-    bandwidth_scale: float = 1.0,
-    gpu_scale: float = 1.0,
-    n_jobs: int | None = None,
     profile_cache: ProfileCache | None = None,
-    ignore_memory: bool | None = None,
-    admission: str | None = None,
-    prices: str | None = None,
-    start_hour: float | str | None = None,
-    egress_usd_per_gb: float | None = None,
-    load: float | None = None,
-    horizon_h: float | None = None,
-    outages: Sequence[tuple[str, float, float]] = (),
-    link_changes: Sequence[tuple[str, str, float, float, float]] = (),
-    gpu_failure_rate: float | None = None,
-    checkpoint_interval_s: float | None = None,
-    restart_s: float | None = None,
+    **knobs: Any,
 ) -> Scenario:
-    """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`).
+    """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`; the
+    knobs are :func:`compile_scenario`'s).
 
     ``profile_cache`` lets a caller that builds many scenarios profile each job shape once."""
-    template = compile_scenario(
-        spec,
-        bandwidth_scale=bandwidth_scale,
-        gpu_scale=gpu_scale,
-        n_jobs=n_jobs,
-        ignore_memory=ignore_memory,
-        admission=admission,
-        prices=prices,
-        start_hour=start_hour,
-        egress_usd_per_gb=egress_usd_per_gb,
-        load=load,
-        horizon_h=horizon_h,
-        outages=outages,
-        link_changes=link_changes,
-        gpu_failure_rate=gpu_failure_rate,
-        checkpoint_interval_s=checkpoint_interval_s,
-        restart_s=restart_s,
-    )
+    template = compile_scenario(spec, **check_knobs(knobs))
     return template.materialize(seed, profile_cache=profile_cache)
 
 

@@ -135,3 +135,17 @@ def test_random_generator_draws_carbon_only_when_asked() -> None:
     ]
     with pytest.raises(ScenarioError, match=r"^carbon_range\[1\]"):
         RandomScenarioGenerator(carbon_range=(500.0, 100.0))
+
+
+def test_an_unknown_knob_is_a_one_line_error() -> None:
+    from bacepipe_env.errors import ValidationError
+    from bacepipe_env.scenarios import ScenarioSampler
+
+    for call in (
+        lambda: load_scenario("paper", gpu_scael=2.0),
+        lambda: ScenarioSampler("paper", bandwith_scale=0.5),
+    ):
+        with pytest.raises(ValidationError) as err:
+            call()
+        assert "unknown knob; known: bandwidth_scale, gpu_scale" in str(err.value)
+        assert "\n" not in str(err.value)

@@ -27,7 +27,7 @@ from ..scenarios.loader import load_scenario
 from .experiments import check_seeds
 from .plots import _pyplot
 from .reproduce import _table, _wrap, seeds_text
-from .runner import RunSummary, expand, run_all
+from .runner import RunGrid, RunSummary, expand, run_all
 from .stats import Estimate, estimate
 
 __all__ = [
@@ -65,7 +65,7 @@ def _restarts(r: RunSummary) -> float:
 
 
 @dataclass(frozen=True)
-class FaultRuns:
+class FaultRuns(RunGrid):
     """Every run of one ``run_faults`` call, by rate, policy and seed."""
 
     scenario: str
@@ -75,20 +75,6 @@ class FaultRuns:
     runs: dict[tuple[float, str, int], RunSummary]
     checkpoint_s: float = DEFAULT_CHECKPOINT_INTERVAL_S  # the scenario's checkpoint interval
     restart_s: float = DEFAULT_RESTART_S  # and its restart time
-
-    def values(
-        self, rate: float, policy: str, metric: Callable[[RunSummary], float]
-    ) -> list[float]:
-        """``metric`` of the policy's run on every seed at ``rate``, in seed order."""
-        return [metric(self.runs[(rate, policy, s)]) for s in self.seeds]
-
-    def mean(self, rate: float, policy: str, metric: Callable[[RunSummary], float]) -> float:
-        """The mean of ``metric`` over the seeds."""
-        return math.fsum(self.values(rate, policy, metric)) / len(self.seeds)
-
-    def est(self, rate: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
-        """Mean ± 95% CI of ``metric`` over the seeds."""
-        return estimate(self.values(rate, policy, metric))
 
     def ratio(self, rate: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
         """``metric`` over the same policy's on the same seed at rate 0: mean ± 95% CI."""

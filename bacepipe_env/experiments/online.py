@@ -26,7 +26,7 @@ from ..scenarios.loader import compile_scenario, load_scenario_spec
 from .experiments import check_seeds, reference_policy
 from .plots import _pyplot
 from .reproduce import _table, _wrap, seeds_text
-from .runner import RunSummary, expand, run_all
+from .runner import RunGrid, RunSummary, expand, run_all
 from .stats import Estimate, estimate
 
 __all__ = [
@@ -60,7 +60,7 @@ def default_policies() -> list[str]:
 
 
 @dataclass(frozen=True)
-class OnlineRuns:
+class OnlineRuns(RunGrid):
     """Every run of one ``run_online`` call, by load, policy and seed."""
 
     seeds: tuple[int, ...]
@@ -72,20 +72,6 @@ class OnlineRuns:
     rates: tuple[float, ...]  # arrival rate (jobs/h) at each load
     mean_gpu_hours: float  # a job's expected ideal GPU-hours (K* GPUs, ideal execution)
     total_gpus: int
-
-    def values(
-        self, load: float, policy: str, metric: Callable[[RunSummary], float]
-    ) -> list[float]:
-        """``metric`` of the policy's run on every seed at ``load``, in seed order."""
-        return [metric(self.runs[(load, policy, s)]) for s in self.seeds]
-
-    def mean(self, load: float, policy: str, metric: Callable[[RunSummary], float]) -> float:
-        """The mean of ``metric`` over the seeds."""
-        return math.fsum(self.values(load, policy, metric)) / len(self.seeds)
-
-    def est(self, load: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
-        """Mean ± 95% CI of ``metric`` over the seeds."""
-        return estimate(self.values(load, policy, metric))
 
     def ratio(self, load: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
         """``metric`` divided by the reference's on the same seed: mean ± 95% CI."""

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,8 +14,10 @@ from ..learned import is_learned, layout_kwargs, load_learned
 from ..policies.registry import make_policy
 from ..scenarios.loader import load_scenario
 from .progress import Progress
+from .stats import Estimate, estimate
 
 __all__ = [
+    "RunGrid",
     "RunSpec",
     "RunSummary",
     "default_workers",
@@ -89,6 +92,27 @@ class RunSummary:
             out["wasted_gpu_hours"] = self.wasted_gpu_hours
             out["wasted_cost_usd"] = self.wasted_cost_usd
         return out
+
+
+class RunGrid:
+    """Runs keyed by ``(x, policy, seed)``, x a swept value (an offered load, a failure rate),
+    and the per-seed statistics of one cell. Subclasses are frozen dataclasses with ``seeds``
+    and ``runs`` fields."""
+
+    seeds: tuple[int, ...]
+    runs: dict[tuple[float, str, int], RunSummary]
+
+    def values(self, x: float, policy: str, metric: Callable[[RunSummary], float]) -> list[float]:
+        """``metric`` of the policy's run on every seed at ``x``, in seed order."""
+        return [metric(self.runs[(x, policy, s)]) for s in self.seeds]
+
+    def mean(self, x: float, policy: str, metric: Callable[[RunSummary], float]) -> float:
+        """The mean of ``metric`` over the seeds."""
+        return math.fsum(self.values(x, policy, metric)) / len(self.seeds)
+
+    def est(self, x: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
+        """Mean ± 95% CI of ``metric`` over the seeds."""
+        return estimate(self.values(x, policy, metric))
 
 
 def _run_learned(spec: RunSpec, scenario: Any) -> Any:

@@ -608,8 +608,13 @@ class Simulator:
 
     @property
     def has_future_events(self) -> bool:
-        """True while an arrival or a completion is still to come."""
-        return bool(self._heap)
+        """True while an arrival, a completion or a fault is still to come (stale events, a
+        failure after its attempt ended or a completion a slowdown moved, do not count)."""
+        heap = self._heap
+        if self.faults is not None:
+            while heap and self._stale(heap[0]):
+                heapq.heappop(heap)  # it would be skipped when reached anyway
+        return bool(heap)
 
     @property
     def n_jobs(self) -> int:
@@ -767,16 +772,14 @@ class Simulator:
         faults = self.faults is not None
         changed = not faults
         while heap and heap[0][0] == t:
-            _, kind, seq, job_id = heapq.heappop(heap)
+            event = heapq.heappop(heap)
+            _, kind, _, job_id = event
+            if faults and self._stale(event):
+                continue
             if kind == _COMPLETION:
-                if faults:  # a completion an interruption or a slowdown made stale
-                    run = self._running.get(job_id)
-                    if run is None or run.token != seq:
-                        continue
                 self._finish(job_id)
             elif kind == _FAULT:
-                if not self._on_fault(job_id):
-                    continue
+                self._on_fault(job_id)
             else:
                 self._pending.append(job_id)
             changed = True
@@ -988,14 +991,25 @@ class Simulator:
             self._push_fault(run.start + float(self._rng.exponential(mean)), ("fail", job_id))
             self._actions[-1] = ("fail", job_id, run.attempt_id)
 
-    def _on_fault(self, index: int) -> bool:
-        """Apply a fault event; False for a failure of an attempt that has already ended."""
+    def _stale(self, event: tuple[float, int, int, int]) -> bool:
+        """Whether a queued event no longer applies: a completion that an interruption or a
+        slowdown replaced, or the failure of an attempt that has already ended."""
+        _, kind, seq, job_id = event
+        if kind == _COMPLETION:
+            run = self._running.get(job_id)
+            return run is None or run.token != seq
+        if kind == _FAULT:
+            action = self._actions[job_id]
+            if action[0] == "fail":
+                run = self._running.get(action[1])
+                return run is None or run.attempt_id != action[2]
+        return False
+
+    def _on_fault(self, index: int) -> None:
+        """Apply a (live) fault event."""
         action = self._actions[index]
         kind = action[0]
         if kind == "fail":
-            run = self._running.get(action[1])
-            if run is None or run.attempt_id != action[2]:
-                return False
             self._interrupt(action[1], "failed")
         elif kind == "down":
             r = action[1]
@@ -1030,7 +1044,6 @@ class Simulator:
             for job_id, run in list(self._running.items()):
                 if (u, v) in run.placement.links:
                     self._new_speed(job_id, run)
-        return True
 
     def _new_speed(self, job_id: int, run: _Running) -> None:
         """Eq. (1) again on the links' capacity now, for the rest of the attempt's work."""

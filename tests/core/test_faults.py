@@ -313,3 +313,21 @@ def test_faulty_runs_keep_every_invariant(world: dict[str, Any]) -> None:
     # same seed, same run
     again, _ = _drive(_scenario(world), world)
     assert again.to_dict(scn.cluster.names) == res.to_dict(scn.cluster.names)
+
+
+def test_waiting_when_only_stale_events_remain_is_not_offered() -> None:
+    # A failure drawn after its attempt completed stays in the heap; it must not count as a
+    # future event (the env offers its wait action only while one is to come), and waiting
+    # must never strand the pending jobs.
+    scn = load_scenario("paper", seed=1, gpu_failure_rate=2e-4)
+    policy = bace_pipe()
+    sim = Simulator(scn, policy.placement)
+    waits = 0
+    while (cands := sim.next_decision()) is not None:
+        if sim.has_future_events and waits < 50:
+            sim.defer()  # wait whenever it is legal, up to 50 times
+            waits += 1
+            continue
+        sim.place(policy.ordering.choose(sim, cands))
+    assert waits == 50 or not sim.has_future_events
+    assert sim.done and sim.result().n_restarts > 0

@@ -2,6 +2,7 @@
 previews, render), its agents and registration."""
 
 from .agents import (
+    AGENT_ENV,
     AGENT_PLACEMENTS,
     Agent,
     EpisodeResult,
@@ -19,6 +20,7 @@ from .render import RenderSnapshot
 from .reward import JctCostReward, RewardFn, RewardScales, RewardTerms, VectorReward
 
 __all__ = [
+    "AGENT_ENV",
     "AGENT_PLACEMENTS",
     "ENV_IDS",
     "FEATURES",

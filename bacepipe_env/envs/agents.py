@@ -27,10 +27,12 @@ from ..policies.base import Ordering
 from ..policies.registry import make_policy, policy_info, policy_names
 
 __all__ = [
+    "AGENT_ENV",
     "AGENT_PLACEMENTS",
     "Agent",
     "EpisodeResult",
     "HeuristicAgent",
+    "agent_env_kwargs",
     "agent_placement",
     "evaluate",
     "make_agent",
@@ -76,6 +78,20 @@ AGENT_PLACEMENTS: dict[str, str] = {
 }
 
 
+def agent_env_kwargs(name: str) -> dict[str, str]:
+    """The env arguments the agent of policy ``name`` needs: its placement and, for a waiting
+    heuristic, its admission rule (the env then declines what the rule declines)."""
+    out = {"placement": agent_placement(name)}
+    admission = policy_info(name).admission
+    if admission is not None:
+        out["admission"] = admission
+    return out
+
+
+#: Built-in policy -> :func:`agent_env_kwargs`, for ``GeoPipeEnv(..., **AGENT_ENV[name])``.
+AGENT_ENV: dict[str, dict[str, str]] = {n: agent_env_kwargs(n) for n in AGENT_PLACEMENTS}
+
+
 class HeuristicAgent:
     """A registered policy's ordering playing the environment. Its decisions equal the
     simulator's run of the same policy, bit for bit, when the window ``max_queue`` covers the
@@ -83,6 +99,7 @@ class HeuristicAgent:
 
     def __init__(self, name: str, seed: int = 0, env: Any = None) -> None:
         self.placement = agent_placement(name)  # validates the name
+        self.admission: str | None = policy_info(name).admission  # a waiting heuristic's rule
         self.name = name
         self._seed = seed
         self.ordering: Ordering = self._ordering(seed)
@@ -92,6 +109,11 @@ class HeuristicAgent:
         ordering = make_policy(self.name, seed=seed).ordering
         assert isinstance(ordering, Ordering)
         return ordering
+
+    @property
+    def env_kwargs(self) -> dict[str, str]:
+        """The env arguments this agent needs (:func:`agent_env_kwargs`)."""
+        return agent_env_kwargs(self.name)
 
     def reset(self, seed: int | None = None) -> None:
         """A fresh ordering, seeded like the simulator's policy for this episode's seed."""

@@ -50,11 +50,14 @@ class FCFSOrdering(Ordering):
 
 @dataclass(frozen=True)
 class Policy:
-    """A named (ordering, placement) pair that the simulator can run."""
+    """A named (ordering, placement) pair that the simulator can run, with the admission rule
+    it waits by (None: the scenario's; a waiting heuristic names ``full`` or
+    ``finish-aware``)."""
 
     name: str
     ordering: OrderingPolicy
     placement: PlacementPolicy
+    admission: str | None = None
 
     def simulate(
         self,
@@ -63,9 +66,11 @@ class Policy:
         admission: str | AdmissionRule | None = None,
         validate: bool = True,
     ) -> RunResult:
-        """Run one episode of ``scenario`` under this policy; ``admission`` overrides the
-        scenario's admission rule (``greedy``, ``finish-aware``, ``full``)."""
-        sim = Simulator(scenario, self.placement, admission=admission, validate=validate)
+        """Run one episode of ``scenario`` under this policy. The admission rule is
+        ``admission`` when given (``greedy``, ``finish-aware``, ``full``), else the policy's
+        own, else the scenario's."""
+        rule = self.admission if admission is None else admission
+        sim = Simulator(scenario, self.placement, admission=rule, validate=validate)
         return sim.run(self._named())
 
     def _named(self) -> OrderingPolicy:

@@ -69,13 +69,14 @@ PLACEMENTS: dict[str, PlacementFactory] = {
 class PolicyInfo:
     """A registry entry: the policy's name, a one-line description, its ordering (by name in
     :data:`ORDERINGS`, or a factory) and placement (by name in :data:`PLACEMENTS`, or a
-    factory)."""
+    factory), and the admission rule it waits by (None: the scenario's, SPEC section 3b)."""
 
     name: str
     description: str
     ordering: str | OrderingFactory
     placement: str | PlacementFactory
     oracle: bool = False  # sees what a scheduler cannot (future arrivals); not in "all"
+    admission: str | None = None
 
     def factory(self, seed: int) -> Policy:
         """A fresh policy; ``seed`` seeds an ordering with randomness."""
@@ -84,7 +85,7 @@ class PolicyInfo:
         place = self.placement
         placement = PLACEMENTS[place]() if isinstance(place, str) else place()
         cls = OraclePolicy if self.oracle else Policy
-        return cls(self.name, order, placement)
+        return cls(self.name, order, placement, self.admission)
 
 
 _POLICIES = [
@@ -121,6 +122,35 @@ _POLICIES = [
     ),
     PolicyInfo("sjf", "Shortest E(1) first + BACE-Pipe placement", "sjf", "pathfinder"),
     PolicyInfo("random", "Random order (seeded) + BACE-Pipe placement", "random", "pathfinder"),
+    # Waiting heuristics: they leave GPUs idle rather than start a job on a poor placement.
+    PolicyInfo(
+        "sjf+full",
+        "SJF that waits until a job gets its full placement (min(K*, the idle cluster's))",
+        "sjf",
+        "pathfinder",
+        admission="full",
+    ),
+    PolicyInfo(
+        "sjf+finish-aware",
+        "SJF that waits when the next release would let a job finish sooner",
+        "sjf",
+        "pathfinder",
+        admission="finish-aware",
+    ),
+    PolicyInfo(
+        "bace-pipe+full",
+        "BACE-Pipe that waits until a job gets its full placement",
+        "priority",
+        "pathfinder",
+        admission="full",
+    ),
+    PolicyInfo(
+        "bace-pipe+finish-aware",
+        "BACE-Pipe that waits when the next release would let a job finish sooner",
+        "priority",
+        "pathfinder",
+        admission="finish-aware",
+    ),
     PolicyInfo(
         "oracle",
         "Oracle: the best static job order (sees future arrivals; at most 8 jobs, ~10 s)",
@@ -145,6 +175,9 @@ def register_policy(info: PolicyInfo) -> None:
     ):
         if isinstance(part, str) and part not in table:
             raise ValidationError(kind, part, f"unknown {kind}; choose from: {', '.join(table)}")
+    if info.admission is not None and info.admission not in ADMISSION_RULES:
+        rules = ", ".join(ADMISSION_RULES)
+        raise ValidationError("admission", info.admission, f"unknown rule; choose from: {rules}")
     _POLICIES.append(info)
     _BY_NAME[info.name] = info
 

@@ -95,7 +95,7 @@ def compare(
         steps = sorted(group["steps"]) or [0]
         for policy in policies:
             agent = make_agent(policy)
-            kwargs = {**env_kwargs, "placement": agent.placement}
+            kwargs = {**env_kwargs, **agent.env_kwargs}  # its placement (and admission rule)
             env = gym.make(gid, **kwargs).unwrapped
             results = evaluate(env, agent, list(eval_seeds))
             values = {

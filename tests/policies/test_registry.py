@@ -7,11 +7,13 @@ import pytest
 from bacepipe_env.errors import ValidationError
 from bacepipe_env.policies import Policy
 from bacepipe_env.policies.registry import (
+    PolicyInfo,
     ablation_names,
     baseline_names,
     make_policy,
     policy_info,
     policy_names,
+    register_policy,
 )
 from bacepipe_env.scenarios import load_scenario
 
@@ -124,3 +126,34 @@ def test_a_placement_object_must_declare_whether_it_is_pure():
     declared.pure = False
     assert make_placement(declared) is declared
     assert make_placement("pathfinder").pure is True
+
+
+@pytest.mark.parametrize(
+    ("name", "base", "rule"),
+    [
+        ("sjf+full", "sjf", "full"),
+        ("sjf+finish-aware", "sjf", "finish-aware"),
+        ("bace-pipe+full", "bace-pipe", "full"),
+        ("bace-pipe+finish-aware", "bace-pipe", "finish-aware"),
+    ],
+)
+def test_a_waiting_heuristic_is_its_base_policy_under_its_admission_rule(
+    name: str, base: str, rule: str
+) -> None:
+    info = policy_info(name)
+    assert info.admission == rule and name in policy_names()
+    for seed in range(3):
+        scn = load_scenario("paper", seed=seed)
+        names = scn.cluster.names
+        own = make_policy(name).simulate(scn)
+        assert own.admission == rule
+        assert own.to_dict(names) | {"policy": base} == make_policy(base).simulate(
+            scn, admission=rule
+        ).to_dict(names) | {"policy": base}
+        # an explicit admission argument still wins over the policy's own
+        assert make_policy(name).simulate(scn, admission="greedy").admission == "greedy"
+
+
+def test_register_policy_rejects_an_unknown_admission_rule() -> None:
+    with pytest.raises(ValidationError, match="admission"):
+        register_policy(PolicyInfo("x-wait", "x", "sjf", "pathfinder", admission="sometimes"))

@@ -67,7 +67,7 @@ def _heuristic_means(
     policy: str, env_id: str, env_kwargs: dict[str, Any], seeds: list[int]
 ) -> dict[str, float]:
     agent = make_agent(policy)
-    env = gym.make(env_id, placement=agent.placement, **env_kwargs)
+    env = gym.make(env_id, **agent.env_kwargs, **env_kwargs)
     results = evaluate(env, agent, seeds)
     return {
         "avg_jct_h": float(np.mean([r.avg_jct_h for r in results])),

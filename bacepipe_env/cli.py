@@ -25,13 +25,15 @@ from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
 from .errors import BacepipeError, ValidationError
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
+from .experiments.evaluate import evaluate_policies, learned_display_name
 from .experiments.faults import DEFAULT_POLICIES as FAULT_POLICIES
 from .experiments.faults import DEFAULT_RATES as FAULT_RATES
 from .experiments.faults import run_faults
 from .experiments.online import DEFAULT_LOADS, DEFAULT_N_JOBS, run_online
+from .experiments.progress import Progress
 from .experiments.reproduce import CLAIMS, run_reproduce, verdict
 from .experiments.runner import default_workers
-from .learned import INSTALL_HINT, train_command, train_commands
+from .learned import INSTALL_HINT, is_learned, train_command, train_commands
 from .policies import bace_pipe
 from .policies.registry import (
     ablation_names,
@@ -354,6 +356,50 @@ def _parser() -> argparse.ArgumentParser:
         default="paper",
         metavar="NAME|PATH",
         help="built-in scenario or file (default paper)",
+    )
+    ev = sub.add_parser(
+        "evaluate",
+        help="heuristics and learned models (algo:path) on the same held-out episodes of an "
+        "environment id: mean ± 95%% CI and the paired JCT ratio to a reference",
+    )
+    ev.add_argument(
+        "--env-id",
+        required=True,
+        metavar="ID",
+        help="a bacepipe_env environment id, e.g. bacepipe_env/GeoPipe-v1",
+    )
+    ev.add_argument(
+        "--policies",
+        required=True,
+        metavar="LIST",
+        help="comma-separated registered policies (bacepipe policies) and saved models "
+        "written algo:path (maskable_ppo:runs/x/model.zip)",
+    )
+    ev.add_argument(
+        "--episodes",
+        type=_int_at_least(1),
+        required=True,
+        metavar="N",
+        help="episodes per policy, the same for every policy",
+    )
+    ev.add_argument(
+        "--first-seed",
+        type=_int_at_least(0),
+        required=True,
+        metavar="S",
+        help="reset seed of the first episode; the episodes are S, S+1, ..., S+N-1",
+    )
+    ev.add_argument(
+        "--reference",
+        default=None,
+        metavar="P",
+        help="the policy the JCT ratios and wins/ties/losses compare with (default: the first)",
+    )
+    ev.add_argument(
+        "--json",
+        default=None,
+        metavar="OUT",
+        help="also write every episode and the summary as JSON to OUT ('-' for stdout)",
     )
     # Listed for --help only: main() hands `bacepipe train ...` to the training command as is.
     sub.add_parser(
@@ -838,6 +884,50 @@ def _faults_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    from .envs.registration import ENV_IDS  # the env package loads gymnasium: only here
+
+    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if not policies:
+        raise ValidationError(
+            "--policies", args.policies, f"give at least one of: {', '.join(policy_names())}"
+        )
+    if args.env_id not in ENV_IDS:
+        raise ValidationError(
+            "--env-id", args.env_id, f"unknown environment id; choose from: {', '.join(ENV_IDS)}"
+        )
+    for name in policies:  # unknown names and missing files fail before any model loads
+        if not is_learned(name):
+            policy_info(name)
+        elif not Path(name.split(":", 1)[1]).is_file():
+            raise ValidationError("--policies", name, f"no model file at {name.split(':', 1)[1]}")
+    if args.reference is not None and args.reference.strip() not in (
+        *policies,
+        *(learned_display_name(p) for p in policies if is_learned(p)),
+    ):
+        raise ValidationError(
+            "--reference", args.reference, f"not among --policies: {', '.join(policies)}"
+        )
+    reference = None if args.reference is None else args.reference.strip()
+    with Progress(len(policies) * args.episodes, "episodes", "evaluate") as bar:
+        report = evaluate_policies(
+            args.env_id, policies, args.episodes, args.first_seed, reference, progress=bar
+        )
+    if args.json != "-":
+        print(report.format_table())
+    if args.json is not None:
+        text = report.to_json()
+        if args.json == "-":
+            print(text)
+        else:
+            try:
+                Path(args.json).write_text(text + "\n", encoding="utf-8")
+            except OSError as err:
+                raise BacepipeError(f"cannot write {args.json}: {err.strerror}") from None
+            print(f"\nwrote {args.json}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bacepipe`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -856,8 +946,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{name:{width}s}  {load_scenario(name).description}")
             return 0
         if args.command == "policies":
-            for name in policy_names(include_oracles=True):
-                print(f"{name:14s} {policy_info(name).description}")
+            names = policy_names(include_oracles=True)
+            width = max(map(len, names))
+            for name in names:
+                print(f"{name:{width}s}  {policy_info(name).description}")
             return 0
         if args.command in ("compare", "sweep", "ablation"):
             return _experiment(args)
@@ -867,6 +959,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _online(args)
         if args.command == "faults":
             return _faults_experiment(args)
+        if args.command == "evaluate":
+            return _evaluate(args)
         return _simulate(args)
     except BacepipeError as err:
         print(f"bacepipe: error: {err}", file=sys.stderr)

@@ -1,0 +1,339 @@
+"""Heuristics and learned models on the same held-out episodes of one environment id.
+
+``evaluate_policies("bacepipe_env/GeoPipe-v1", ["bace-pipe", "sjf", "maskable_ppo:runs/x/
+model.zip"], episodes=20, first_seed=1_000_000)`` plays every policy on the episodes reset
+with seeds ``first_seed, first_seed + 1, ...`` and reports, per policy, the mean and 95% CI of
+the average JCT, the total cost and the carbon, and against a reference policy the paired
+per-episode JCT ratio and its wins, ties and losses (``bacepipe evaluate`` prints it).
+
+A heuristic plays ``gym.make(env_id, placement=agent.placement).unwrapped`` (and its admission
+rule, when its agent carries one); a learned model plays ``gym.make(env_id, **layout).unwrapped``
+with the observation layout and placement it was trained with (:func:`~bacepipe_env.learned.
+layout_kwargs`). Unwrapped, Gymnasium's ``TimeLimit`` never cuts an episode short.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BacepipeError, ValidationError
+from ..learned import is_learned, layout_kwargs, load_learned
+from .progress import Progress
+from .stats import Estimate, estimate
+
+if TYPE_CHECKING:  # bacepipe_env.envs means gymnasium: imported when an evaluation runs
+    from ..envs.agents import EpisodeResult
+
+__all__ = [
+    "TIE_RTOL",
+    "EvaluationReport",
+    "PolicyEvaluation",
+    "evaluate_policies",
+    "learned_display_name",
+    "outcome",
+]
+
+#: Two episodes' JCTs within this relative distance of each other are a tie.
+TIE_RTOL = 1e-9
+
+
+def outcome(jct: float, reference_jct: float) -> str:
+    """``"win"`` when ``jct`` is below the reference's (beyond :data:`TIE_RTOL`), ``"tie"``
+    when equal to it, ``"loss"`` otherwise (a NaN is a loss)."""
+    if abs(jct - reference_jct) <= TIE_RTOL * max(abs(jct), abs(reference_jct)):
+        return "tie"
+    return "win" if jct < reference_jct else "loss"
+
+
+def learned_display_name(spec: str) -> str:
+    """``maskable_ppo:runs/x/model.zip`` -> ``learned:x`` (the model's folder; its stem when
+    the file is not a run's ``model.zip`` or sits in no named folder)."""
+    path = Path(spec.split(":", 1)[1])
+    name = path.parent.name if path.stem == "model" and path.parent.name else path.stem
+    return f"learned:{name}"
+
+
+def _train_seed(spec: str) -> int | None:
+    """The learner's seed from the train.learn ``config.json`` next to the model (or one
+    folder up, for checkpoints); None when there is none or it says none."""
+    path = Path(spec.split(":", 1)[1])
+    for folder in (path.parent, path.parent.parent):
+        cfg = folder / "config.json"
+        if cfg.is_file():
+            try:
+                data = json.loads(cfg.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                return None
+            train = data.get("train") if isinstance(data, dict) else None
+            seed = train.get("seed") if isinstance(train, dict) else None
+            return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    return None
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _est(e: Estimate | None) -> dict[str, Any] | None:
+    if e is None:
+        return None
+    return {"mean": _finite(e.mean), "ci95": _finite(e.ci95), "n": e.n}
+
+
+@dataclass(frozen=True)
+class PolicyEvaluation:
+    """One policy's episodes and, against the reference, its paired JCT ratios."""
+
+    name: str  # as shown: the registered name, or learned:<name>
+    spec: str  # as given: the registered name, or algo:path
+    train_seed: int | None
+    episodes: tuple[EpisodeResult, ...]
+    ratios: tuple[float, ...]  # per episode: this policy's avg JCT / the reference's
+    outcomes: tuple[str, ...]  # per episode: win, tie or loss against the reference
+
+    @property
+    def learned(self) -> bool:
+        return is_learned(self.spec)
+
+    def jct(self) -> Estimate:
+        return estimate([r.avg_jct_h for r in self.episodes])
+
+    def cost(self) -> Estimate:
+        return estimate([r.total_cost_usd for r in self.episodes])
+
+    def carbon(self) -> Estimate:
+        return estimate([r.carbon_kg for r in self.episodes])
+
+    def ratio(self) -> Estimate | None:
+        """Mean ± CI of the finite per-episode ratios (None when none is finite)."""
+        finite = [r for r in self.ratios if math.isfinite(r)]
+        return estimate(finite) if finite else None
+
+    def counts(self) -> tuple[int, int, int]:
+        """(wins, ties, losses) against the reference."""
+        return self.outcomes.count("win"), self.outcomes.count("tie"), self.outcomes.count("loss")
+
+
+def _cell(e: Estimate | None, digits: int) -> str:
+    if e is None or not math.isfinite(e.mean):
+        return "n/a"
+    if math.isnan(e.ci95):
+        return f"{e.mean:,.{digits}f}"
+    return f"{e.mean:,.{digits}f} ± {e.ci95:,.{digits}f}"
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    """Every policy on the same episodes of ``env_id``."""
+
+    env_id: str
+    first_seed: int
+    seeds: tuple[int, ...]
+    reference: str  # the reference policy's shown name
+    policies: tuple[PolicyEvaluation, ...]
+
+    def format_table(self) -> str:
+        """A table: per policy n, avg JCT, cost, carbon (mean ± 95% CI) and the paired JCT
+        ratio to the reference with wins/ties/losses."""
+        head = [
+            "policy",
+            "n",
+            "avg JCT h",
+            "cost $",
+            "carbon kg",
+            f"JCT / {self.reference}",
+            "W/T/L",
+        ]
+        body = []
+        for p in self.policies:
+            w, t, l_ = p.counts()
+            body.append(
+                [
+                    p.name,
+                    str(len(p.episodes)),
+                    _cell(p.jct(), 2),
+                    _cell(p.cost(), 0),
+                    _cell(p.carbon(), 0),
+                    _cell(p.ratio(), 3),
+                    f"{w}/{t}/{l_}",
+                ]
+            )
+        widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+
+        def line(cells: Sequence[str]) -> str:
+            first = cells[0].ljust(widths[0])
+            rest = (c.rjust(w) for c, w in zip(cells[1:], widths[1:]))
+            return "  ".join([first, *rest]).rstrip()
+
+        lo, hi = self.seeds[0], self.seeds[-1]
+        title = (
+            f"{self.env_id}: {len(self.seeds)} episode(s), reset seeds {lo}..{hi}; "
+            f"mean ± 95% CI; W/T/L: episodes with a lower/equal/higher JCT than {self.reference}"
+        )
+        rule = "-" * len(line(head))
+        return "\n".join([title, line(head), rule, *(line(r) for r in body)])
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every episode of every policy, one flat dict each (NaN as None)."""
+        out = []
+        for p in self.policies:
+            for r in p.episodes:
+                out.append(
+                    {
+                        "env_id": self.env_id,
+                        "policy": p.name,
+                        "train_seed": p.train_seed,
+                        "episode_seed": r.seed,
+                        "avg_jct_h": _finite(r.avg_jct_h),
+                        "total_cost_usd": _finite(r.total_cost_usd),
+                        "carbon_kg": _finite(r.carbon_kg),
+                        "steps": r.steps,
+                        "illegal_actions": r.illegal_actions,
+                    }
+                )
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        """The table's numbers (NaN as None)."""
+        policies = []
+        for p in self.policies:
+            w, t, l_ = p.counts()
+            policies.append(
+                {
+                    "policy": p.name,
+                    "spec": p.spec,
+                    "train_seed": p.train_seed,
+                    "n": len(p.episodes),
+                    "avg_jct_h": _est(p.jct()),
+                    "total_cost_usd": _est(p.cost()),
+                    "carbon_kg": _est(p.carbon()),
+                    "jct_ratio": _est(p.ratio()),
+                    "wins": w,
+                    "ties": t,
+                    "losses": l_,
+                }
+            )
+        return {
+            "env_id": self.env_id,
+            "first_seed": self.first_seed,
+            "episodes": len(self.seeds),
+            "reference": self.reference,
+            "tie_rtol": TIE_RTOL,
+            "policies": policies,
+        }
+
+    def to_json(self) -> str:
+        """``{"summary": ..., "rows": [...]}`` as strict JSON (no NaN)."""
+        payload = {"summary": self.summary(), "rows": self.rows()}
+        return json.dumps(payload, indent=2, allow_nan=False)
+
+
+def _check(env_id: str, policies: Sequence[str], episodes: int, first_seed: int) -> None:
+    from ..envs.registration import ENV_IDS
+
+    if env_id not in ENV_IDS:
+        raise ValidationError(
+            "env_id", env_id, f"unknown environment id; choose from: {', '.join(ENV_IDS)}"
+        )
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValidationError("episodes", episodes, "must be a whole number >= 1")
+    if isinstance(first_seed, bool) or not isinstance(first_seed, int) or first_seed < 0:
+        raise ValidationError("first_seed", first_seed, "must be a whole number >= 0")
+    if not policies:
+        raise ValidationError("policies", list(policies), "give at least one policy")
+    if len(set(policies)) != len(policies):
+        raise ValidationError("policies", list(policies), "a policy is listed twice")
+
+
+def _make_env(env_id: str, kwargs: dict[str, Any]) -> Any:
+    """What ``gym.make(env_id, **kwargs).unwrapped`` is: the registered kwargs, ``kwargs`` over
+    them, and no wrapper (so no ``TimeLimit`` truncation). Built directly, as the simulator
+    experiments do, so that this package never imports gymnasium itself."""
+    from ..envs.geopipe import GeoPipeEnv
+    from ..envs.registration import ENV_IDS
+
+    return GeoPipeEnv(**{**ENV_IDS[env_id], **kwargs})
+
+
+def evaluate_policies(
+    env_id: str,
+    policies: Sequence[str],
+    episodes: int,
+    first_seed: int,
+    reference: str | None = None,
+    progress: Progress | None = None,
+) -> EvaluationReport:
+    """Play every policy (registered names and ``algo:path`` models) on the episodes of
+    ``env_id`` reset with seeds ``first_seed .. first_seed + episodes - 1``.
+
+    ``reference`` (a policy as given, or as shown: ``learned:<name>``; default the first)
+    is what the paired JCT ratios divide by. Every policy is checked (and every model loaded)
+    before the first episode; bad input is one ValidationError/BacepipeError line.
+    ``progress`` counts finished episodes."""
+    from ..envs.agents import evaluate, make_agent
+
+    _check(env_id, policies, episodes, first_seed)
+    seeds = list(range(first_seed, first_seed + episodes))
+    agents: list[tuple[str, str, int | None, Any, dict[str, Any]]] = []
+    for spec in policies:
+        if is_learned(spec):
+            path = Path(spec.split(":", 1)[1])
+            if not path.is_file():
+                raise ValidationError("policies", spec, f"no model file at {path}")
+            agent: Any = load_learned(spec)
+            kwargs = layout_kwargs(agent.env_kwargs)
+            kwargs.setdefault("placement", agent.placement)
+            agents.append((learned_display_name(spec), spec, _train_seed(spec), agent, kwargs))
+        else:
+            agent = make_agent(spec)  # a one-line error for an unknown or unplayable name
+            kwargs = {"placement": agent.placement}
+            admission = getattr(agent, "admission", None)
+            if admission is not None:
+                kwargs["admission"] = admission
+            agents.append((spec, spec, None, agent, kwargs))
+    shown = [a[0] for a in agents]
+    if len(set(shown)) != len(shown):
+        raise ValidationError("policies", list(policies), "two policies show as the same name")
+    if reference is None:
+        ref_index = 0
+    else:
+        matches = [i for i, a in enumerate(agents) if reference in (a[0], a[1])]
+        if not matches:
+            raise ValidationError(
+                "reference", reference, f"not among the policies: {', '.join(shown)}"
+            )
+        ref_index = matches[0]
+    envs = []
+    for _, spec, _, agent, kwargs in agents:
+        try:
+            env = _make_env(env_id, kwargs)
+        except BacepipeError:
+            raise
+        except (TypeError, ValueError) as err:
+            raise BacepipeError(f"{spec}: cannot build {env_id}: {err}") from None
+        if is_learned(spec):
+            agent.check_env(env)
+        envs.append(env)
+    results: list[list[EpisodeResult]] = []
+    for (_, _, _, agent, _), env in zip(agents, envs):
+        mine = []
+        for seed in seeds:
+            mine.extend(evaluate(env, agent, [seed]))
+            if progress is not None:
+                progress.update()
+        results.append(mine)
+        env.close()
+    ref = [r.avg_jct_h for r in results[ref_index]]
+    evaluated = []
+    for (name, spec, train_seed, _, _), mine in zip(agents, results):
+        ratios = tuple(
+            r.avg_jct_h / b if b != 0 and math.isfinite(b) else math.nan for r, b in zip(mine, ref)
+        )
+        outcomes = tuple(outcome(r.avg_jct_h, b) for r, b in zip(mine, ref))
+        evaluated.append(PolicyEvaluation(name, spec, train_seed, tuple(mine), ratios, outcomes))
+    return EvaluationReport(env_id, first_seed, tuple(seeds), shown[ref_index], tuple(evaluated))

@@ -139,7 +139,7 @@ class ObservationEncoder:
     bandwidth_obs: np.ndarray  # (2, max_regions, max_regions), the cached array
     job_static: dict[int, tuple[float, float, float]]  # job id -> queue columns 3-5
     k_star: dict[int, int]  # job id -> K*
-    grid_hour: int | None  # the tariff hour grid_obs holds (None: not computed yet)
+    grid_hour: Any  # the tariff hour (and active price changes) grid_obs holds; None: not yet
     grid_obs: np.ndarray  # (max_regions, 2), the cached ``grid`` array
     nominal: np.ndarray  # (k, k) the links' nominal capacity (bytes/s), float64
     healthy_links: np.ndarray  # (1, max_regions, max_regions): ``link_faults`` without faults
@@ -291,8 +291,12 @@ def _grid(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     sim = d.sim
     tariff = sim.tariff
     # A flat tariff never changes; an hourly one only when h = floor(t / 3600 + start_hour),
-    # the hour of its series (see bacepipe_env.core.tariff), does: compute once per hour.
-    hour = 0 if tariff.flat else math.floor(sim.time / 3600.0 + tariff.start_hour)
+    # the hour of its series (see bacepipe_env.core.tariff), does: compute once per hour, and
+    # again when a scheduled price change (SPEC 11) starts or ends.
+    hour: Any = 0 if tariff.flat else math.floor(sim.time / 3600.0 + tariff.start_hour)
+    if tariff.price_changes:
+        now = sim.time
+        hour = (hour, tuple(c.start <= now < c.end for c in tariff.price_changes))
     if hour != enc.grid_hour:
         now, price, carbon, k = sim.time, enc.scales.price, enc.scales.carbon, enc.k
         grid = np.zeros((enc.max_regions, len(GRID_COLUMNS)), dtype=np.float32)

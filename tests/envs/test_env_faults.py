@@ -336,3 +336,27 @@ def test_terminal_info_fault_keys_and_types(faults):
         assert math.isfinite(last["episode_wasted_cost_usd"])
     for _, info in seen:
         assert isinstance(info["regions_down"], tuple) and len(info["regions_down"]) == 6
+
+
+def test_the_grid_shows_a_price_change_from_its_first_instant() -> None:
+    # Under flat prices with a scheduled price change the grid must follow the change when it
+    # starts (at 0.25 h, mid-hour), not at the next hour of the series.
+    from bacepipe_env.scenarios import load_scenario, load_scenario_spec
+
+    spec = dict(load_scenario_spec("paper"))
+    spec["events"] = [
+        {"type": "price", "region": "EU-West", "factor": 3.0, "start_h": 0.25, "end_h": 2.5}
+    ]
+    spec["workload"] = dict(spec["workload"], arrivals="poisson", arrival_rate_per_h=8.0)
+    env = GeoPipeEnv(load_scenario(spec, seed=0), grid_features=True, max_queue=16)
+    obs, _ = env.reset(seed=0)
+    seen, done = set(), False
+    while not done:
+        t = env.sim.time
+        inside = 0.25 * 3600 <= t < 2.5 * 3600
+        expected = 0.251 * (3.0 if inside else 1.0) / env.scales.price  # EU-West's Table II rate
+        assert obs["grid"][0, 0] == pytest.approx(expected, rel=1e-6), t
+        seen.add((inside, t < 3600))
+        obs, _, done, _, _ = env.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    assert (True, True) in seen  # a decision inside the change and before the next hour
+    assert (False, True) in seen  # and one before it started

@@ -913,8 +913,30 @@ class Simulator:
         if self._flat:
             self._carbon_accrued += run.carbon_rate * run.execution
         self._cost_accrued += run.egress  # charged when the attempt ends
+        self._record(
+            job_id,
+            run,
+            (Attempt(run.start, run.finish, p, "completed"),),
+            wait,
+            run.execution,
+            wait + run.execution,  # Eq. (3)
+            (cost, carbon, run.egress, 0.0, 0.0),
+        )
+
+    def _record(
+        self,
+        job_id: int,
+        run: _Running,
+        attempts: tuple[Attempt, ...],
+        wait: float,
+        execution: float,
+        jct: float,
+        totals: Sequence[float],  # cost, carbon, egress, wasted GPU-s, wasted cost
+    ) -> None:
+        """The finished job's :class:`JobRecord`; ``run`` is its last (completed) attempt."""
+        job = self._jobs[job_id]
         prof = self._profiles[job_id]
-        jct = wait + run.execution  # Eq. (3)
+        cost, carbon, egress, wasted_gpu_s, wasted_cost = totals
         self._records[job_id] = JobRecord(
             job_id=job_id,
             name=job.name,
@@ -923,18 +945,20 @@ class Simulator:
             k_star=prof.k_star,
             memory_floor=min(self._floors[job_id]),
             submit_time=job.submit_time,
-            start_time=run.start,
+            start_time=attempts[0].start,
             finish_time=run.finish,
             wait=wait,
-            execution=run.execution,
+            execution=execution,
             jct=jct,
             cost=cost,
-            placement=p,
+            placement=run.placement,
             reserved_bandwidth=run.reserved,
             carbon=carbon,
-            egress_cost=run.egress,
+            egress_cost=egress,
             slowdown=jct / prof.ideal_execution if prof.ideal_execution > 0 else 1.0,
-            attempts=(Attempt(run.start, run.finish, p, "completed"),),
+            attempts=attempts,
+            wasted_gpu_seconds=wasted_gpu_s,
+            wasted_cost=wasted_cost,
         )
 
     def _rebook(self, u: int, v: int) -> None:
@@ -1135,31 +1159,7 @@ class Simulator:
     def _finish_after_faults(self, job_id: int, run: _Running) -> None:
         self._close_attempt(job_id, run, run.finish, "completed")
         job = self._jobs[job_id]
-        prof = self._profiles[job_id]
         attempts = tuple(self._attempts[job_id])
-        cost, carbon, egress, wasted_gpu_s, wasted_cost = self._acc[job_id]
         execution = math.fsum(a.duration for a in attempts)
         jct = run.finish - job.submit_time
-        self._records[job_id] = JobRecord(
-            job_id=job_id,
-            name=job.name,
-            model=job.model.name,
-            dataset=job.dataset,
-            k_star=prof.k_star,
-            memory_floor=min(self._floors[job_id]),
-            submit_time=job.submit_time,
-            start_time=attempts[0].start,
-            finish_time=run.finish,
-            wait=jct - execution,
-            execution=execution,
-            jct=jct,
-            cost=cost,
-            placement=run.placement,
-            reserved_bandwidth=run.reserved,
-            carbon=carbon,
-            egress_cost=egress,
-            slowdown=jct / prof.ideal_execution if prof.ideal_execution > 0 else 1.0,
-            attempts=attempts,
-            wasted_gpu_seconds=wasted_gpu_s,
-            wasted_cost=wasted_cost,
-        )
+        self._record(job_id, run, attempts, jct - execution, execution, jct, self._acc[job_id])

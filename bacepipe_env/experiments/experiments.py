@@ -68,8 +68,16 @@ def _check(
     scenario: str,
     knobs: dict[str, Any] | None = None,
 ) -> None:
+    check_policies(policies)
+    check_seeds(seeds)
+    load_scenario(scenario, **(knobs or {}))  # fail fast on a bad scenario, before any worker
+
+
+def check_policies(policies: Sequence[str]) -> None:
+    """At least one policy, each registered or a loadable model (``algo:path``), none twice; a
+    one-line ValidationError otherwise."""
     if not policies:
-        raise ValidationError("policies", [], "give at least one policy")
+        raise ValidationError("policies", list(policies), "give at least one policy")
     for name in policies:
         if is_learned(name):
             load_learned(name)  # a missing, corrupt or foreign model fails here, in one line
@@ -77,8 +85,6 @@ def _check(
             policy_info(name)  # raises with the valid names
     if len(set(policies)) != len(policies):
         raise ValidationError("policies", list(policies), "a policy is listed twice")
-    check_seeds(seeds)
-    load_scenario(scenario, **(knobs or {}))  # fail fast on a bad scenario, before any worker
 
 
 def check_seeds(seeds: Sequence[int]) -> None:

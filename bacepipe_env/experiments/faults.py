@@ -21,10 +21,8 @@ from pathlib import Path
 from ..core.faults import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_RESTART_S
 from ..core.validate import require_float, require_int
 from ..errors import BacepipeError, ValidationError
-from ..learned import is_learned, load_learned
-from ..policies.registry import policy_info
 from ..scenarios.loader import load_scenario
-from .experiments import check_seeds
+from .experiments import check_policies, check_seeds
 from .plots import _pyplot
 from .reproduce import _table, _wrap, seeds_text
 from .runner import RunGrid, RunSummary, expand, run_all
@@ -103,15 +101,7 @@ def _check(
     if 0.0 not in vals:
         raise ValidationError("rates", vals, "must include 0 (the runs are normalised to it)")
     require_int("workers", workers, minimum=1, exc=ValidationError)
-    if not policies:
-        raise ValidationError("policies", list(policies), "give at least one policy")
-    for name in policies:
-        if is_learned(name):
-            load_learned(name)  # a missing or foreign model fails here, in one line
-        else:
-            policy_info(name)  # raises with the valid names
-    if len(set(policies)) != len(policies):
-        raise ValidationError("policies", list(policies), "a policy is listed twice")
+    check_policies(policies)
     return sorted(vals)
 
 

@@ -20,10 +20,9 @@ from pathlib import Path
 
 from ..core.validate import require_float, require_int
 from ..errors import BacepipeError, ValidationError
-from ..learned import is_learned, load_learned
-from ..policies.registry import baseline_names, policy_info
+from ..policies.registry import baseline_names
 from ..scenarios.loader import compile_scenario, load_scenario_spec
-from .experiments import check_seeds, reference_policy
+from .experiments import check_policies, check_seeds, reference_policy
 from .plots import _pyplot
 from .reproduce import _table, _wrap, seeds_text
 from .runner import RunGrid, RunSummary, expand, run_all
@@ -127,15 +126,7 @@ def _check(
         raise ValidationError("loads", vals, "a load is listed twice")
     require_int("n_jobs", n_jobs, minimum=1, exc=ValidationError)
     require_int("workers", workers, minimum=1, exc=ValidationError)
-    if not policies:
-        raise ValidationError("policies", list(policies), "give at least one policy")
-    for name in policies:
-        if is_learned(name):
-            load_learned(name)  # a missing or foreign model fails here, in one line
-        else:
-            policy_info(name)  # raises with the valid names
-    if len(set(policies)) != len(policies):
-        raise ValidationError("policies", list(policies), "a policy is listed twice")
+    check_policies(policies)
     return vals
 
 

@@ -4,15 +4,24 @@
 #               and under GPU failures, train a learned orderer for a minute
 #               and overlay it with the heuristics
 #   make test   create .venv if missing, install, run the test suite
+#   make test-rllib   the same in .venv-rllib, under RLlib's gymnasium 1.2: the env and core
+#               tests, and the RLlib PPO + action-masking example of docs/rllib.md
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,viz,train
+EXTRAS ?= dev,viz,train,mo
 
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: demo test bench lint typecheck installcheck clean venv
+# The second venv: ray pins gymnasium 1.2.x, the main one has 1.4; the package runs on both.
+RLLIB_VENV   ?= .venv-rllib
+RLLIB_PY     := $(RLLIB_VENV)/bin/python
+RLLIB_STAMP  := $(RLLIB_VENV)/.installed
+RAY_VERSION  ?= 2.60.0
+RLLIB_EXTRAS ?= dev,viz,train,rllib,mo
+
+.PHONY: demo test test-rllib bench lint typecheck installcheck clean venv
 
 venv: $(STAMP)
 
@@ -43,6 +52,20 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# torch stays constraints.txt's 2.13.0 (ray itself needs no torch; the rllib extra adds it)
+$(RLLIB_STAMP): pyproject.toml constraints.txt
+	@test -x $(RLLIB_PY) || $(PYTHON) -m venv $(RLLIB_VENV)
+	$(RLLIB_PY) -m pip install --quiet --upgrade pip
+	$(RLLIB_PY) -m pip install --quiet -c constraints.txt 'ray[rllib]==$(RAY_VERSION)' \
+		-e '.[$(RLLIB_EXTRAS)]'
+	@touch $(RLLIB_STAMP)
+
+test-rllib: $(RLLIB_STAMP)
+	@# the point of this venv: gymnasium 1.2 (what ray $(RAY_VERSION) pins), not the main one's
+	$(RLLIB_PY) -c 'import gymnasium as g, ray; print("gymnasium", g.__version__, "ray", ray.__version__); \
+		assert g.__version__.startswith("1.2."), "RAY_VERSION no longer pins gymnasium 1.2"'
+	$(RLLIB_PY) -m pytest -q tests/envs tests/core tests/train/test_rllib.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_sim.py
@@ -77,4 +100,4 @@ installcheck:
 	rm -rf $(CHECK)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info build dist
+	rm -rf $(VENV) $(RLLIB_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis *.egg-info build dist

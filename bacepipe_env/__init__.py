@@ -5,7 +5,7 @@ arXiv 2605.25375).
 The core (``bacepipe_env.core``, ``bacepipe_env.scheduling``, ``bacepipe_env.policies``,
 ``bacepipe_env.scenarios``, ``bacepipe_env.experiments``) imports neither gymnasium nor
 torch; ``bacepipe_env.envs`` is the Gymnasium adapter. Importing the package registers the
-environment ids (``bacepipe_env/GeoPipe-v1`` and variants) with Gymnasium: at once when
+environment ids (``bacepipe_env/GeoPipe-v2`` and variants) with Gymnasium: at once when
 gymnasium is already imported, otherwise right after gymnasium's own import finishes, so that
 importing the package never loads gymnasium itself.
 """

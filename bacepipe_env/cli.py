@@ -33,7 +33,15 @@ from .experiments.online import DEFAULT_LOADS, DEFAULT_N_JOBS, run_online
 from .experiments.progress import Progress
 from .experiments.reproduce import CLAIMS, run_reproduce, verdict
 from .experiments.runner import default_workers
-from .learned import INSTALL_HINT, is_learned, train_command, train_commands
+from .learned import (
+    INSTALL_HINT,
+    PRETRAINED,
+    is_learned,
+    resolve_pretrained,
+    scenario_env_id,
+    train_command,
+    train_commands,
+)
 from .policies import bace_pipe
 from .policies.registry import (
     ablation_names,
@@ -257,7 +265,8 @@ def _parser() -> argparse.ArgumentParser:
             "--policies",
             default=default_policies,
             metavar="LIST",
-            help=f"comma-separated policy names or 'all' (default {default_policies})",
+            help=f"comma-separated policy names or 'all' (default {default_policies}); saved "
+            "models as algo:path, 'pretrained' for the agent shipped for the scenario's env",
         )
         p.add_argument(
             "--out",
@@ -366,14 +375,15 @@ def _parser() -> argparse.ArgumentParser:
         "--env-id",
         required=True,
         metavar="ID",
-        help="a bacepipe_env environment id, e.g. bacepipe_env/GeoPipe-v1",
+        help="a bacepipe_env environment id, e.g. bacepipe_env/GeoPipe-v2",
     )
     ev.add_argument(
         "--policies",
         required=True,
         metavar="LIST",
-        help="comma-separated registered policies (bacepipe policies) and saved models "
-        "written algo:path (maskable_ppo:runs/x/model.zip)",
+        help="comma-separated registered policies (bacepipe policies), saved models "
+        "written algo:path (maskable_ppo:runs/x/model.zip) and 'pretrained' (the agent "
+        "shipped for this env)",
     )
     ev.add_argument(
         "--episodes",
@@ -737,15 +747,28 @@ def _policies(text: str) -> list[str]:
             "--policies", text, f"give at least one of: {', '.join(policy_names())}"
         )
     for name in names:
-        if ":" not in name:  # learned models (algo:path) are checked when loaded
+        # learned models (algo:path) are checked when loaded, ``pretrained`` once the env is known
+        if ":" not in name and name != PRETRAINED:
             policy_info(name)
     return names
+
+
+def _with_pretrained(policies: list[str], scenario: str) -> list[str]:
+    """``pretrained`` spelled out as the agent shipped for the id that plays ``scenario``."""
+    if PRETRAINED not in policies:
+        return policies
+    env_id = scenario_env_id(scenario)
+    if env_id is None:
+        raise ValidationError(
+            "--policies", PRETRAINED, f"no registered env plays scenario {scenario!r}"
+        )
+    return resolve_pretrained(policies, env_id)
 
 
 def _experiment(args: argparse.Namespace) -> int:
     knobs = _world(args)
     seeds = parse_seeds(args.seeds)
-    policies = _policies(args.policies)
+    policies = _with_pretrained(_policies(args.policies), args.scenario)
     workers = args.workers or default_workers()
     out = Path(args.out)
     outcomes = []
@@ -794,7 +817,8 @@ def _experiment(args: argparse.Namespace) -> int:
             print(f"note: {warning}", file=sys.stderr)
     files = [f for o in outcomes for f in o.files if "tfevents" not in f.name]
     print(f"\nwrote {len(files)} files to {out}/: {', '.join(f.name for f in files)}")
-    if (out / "tb").is_dir() and args.command == "compare":
+    if any("tfevents" in f.name for o in outcomes for f in o.files):
+        # compare, ablation and every sweep write HParams sessions there (the HParams tab)
         print(f"TensorBoard: tensorboard --logdir {out / 'tb'}")
     return 0
 
@@ -896,9 +920,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise ValidationError(
             "--env-id", args.env_id, f"unknown environment id; choose from: {', '.join(ENV_IDS)}"
         )
+    policies = resolve_pretrained(policies, args.env_id)  # pretrained: the env's own agent
     for name in policies:  # unknown names and missing files fail before any model loads
         if not is_learned(name):
             policy_info(name)
+        elif name.startswith(f"{PRETRAINED}:"):
+            continue  # in the package: its loader names the shipped ones if it is not there
         elif not Path(name.split(":", 1)[1]).is_file():
             raise ValidationError("--policies", name, f"no model file at {name.split(':', 1)[1]}")
     if args.reference is not None and args.reference.strip() not in (

@@ -16,8 +16,9 @@ line that says which extra to install.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import EntryPoint, distributions
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import BacepipeError
@@ -26,6 +27,7 @@ __all__ = [
     "AGENT_ENTRY_POINTS",
     "INSTALL_HINT",
     "LAYOUT_KEYS",
+    "PRETRAINED",
     "TRAIN_ENTRY_POINTS",
     "LearnedAgent",
     "LearnedLoader",
@@ -34,7 +36,11 @@ __all__ = [
     "layout_kwargs",
     "learned_prefixes",
     "load_learned",
+    "pretrained_dir",
+    "pretrained_names",
     "register_learned_loader",
+    "resolve_pretrained",
+    "scenario_env_id",
     "train_command",
     "train_commands",
 ]
@@ -119,6 +125,47 @@ def _entry_points(group: str) -> list[EntryPoint]:
     return sorted(found.values(), key=lambda ep: ep.name)
 
 
+#: The prefix of the agents shipped in the package: ``pretrained:<env slug>``.
+PRETRAINED = "pretrained"
+
+
+def pretrained_dir() -> Path:
+    """The package folder of the shipped agents: ``<slug>.zip`` (the model) and
+    ``<slug>.json`` (how it was trained) per registered env (see ``docs/learned.md``)."""
+    return Path(__file__).parent / "pretrained"
+
+
+def pretrained_names() -> list[str]:
+    """The env slugs a pretrained agent ships for (``geopipe``, ``geopipe-random``, ...)."""
+    folder = pretrained_dir()
+    return sorted(p.stem for p in folder.glob("*.zip")) if folder.is_dir() else []
+
+
+def resolve_pretrained(policies: Sequence[str], env_id: str) -> list[str]:
+    """``policies`` with each bare ``pretrained`` spelled out for ``env_id``:
+    ``pretrained:<env slug>`` (a one-line error when none ships for that env)."""
+    from .envs.registration import env_slug
+
+    if PRETRAINED not in policies:
+        return list(policies)
+    slug = env_slug(env_id)
+    if slug not in pretrained_names():
+        shipped = ", ".join(pretrained_names()) or "none"
+        raise BacepipeError(f"no pretrained agent ships for {env_id} (shipped: {shipped})")
+    return [f"{PRETRAINED}:{slug}" if p == PRETRAINED else p for p in policies]
+
+
+def scenario_env_id(scenario: str) -> str | None:
+    """The registered id whose episodes come from the named ``scenario`` (``paper`` ->
+    ``bacepipe_env/GeoPipe-v2``), None when no id uses it."""
+    from .envs.registration import ENV_IDS
+
+    for env_id, kwargs in ENV_IDS.items():
+        if kwargs.get("scenario") == scenario:
+            return env_id
+    return None
+
+
 def is_learned(policy: str) -> bool:
     """``algo:path`` names a saved model (``ppo:runs/x/model.zip``), not a registered policy."""
     return ":" in policy
@@ -187,6 +234,8 @@ LAYOUT_KEYS = (
     "scales",
     "preview",
     "grid_features",
+    "fault_features",
+    "running_features",
 )
 
 

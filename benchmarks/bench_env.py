@@ -1,11 +1,11 @@
 """Environment throughput: env steps per second with random masked actions, and the CPU time of
-a 1,000-job GeoPipe-Online-v0 episode beside CartPole-v1's for 1,000 random steps.
+a 1,000-job GeoPipe-Online-v1 episode beside CartPole-v1's for 1,000 random steps.
 
 For each registered id, plays random legal actions (uniform over the action mask) for a fixed
 time per repeat, resetting at episode ends, and prints the best and median of the repeats.
 Timing covers ``step`` and ``reset`` and the action choice, pinned to one core.
 
-Then the long-horizon measurement: ``gym.make("bacepipe_env/GeoPipe-Online-v0", n_jobs=1000)``
+Then the long-horizon measurement: ``gym.make("bacepipe_env/GeoPipe-Online-v1", n_jobs=1000)``
 played to its end with random legal actions (sampled from the mask), CPU time
 (``time.process_time``) per episode including ``reset``, the median over ``--episodes`` seeds;
 and, measured in the same run, the CPU time of 1,000 random steps of ``CartPole-v1`` (resetting
@@ -31,7 +31,7 @@ import numpy as np
 
 import bacepipe_env  # noqa: F401  (registers the ids)
 
-ONLINE_ID = "bacepipe_env/GeoPipe-Online-v0"
+ONLINE_ID = "bacepipe_env/GeoPipe-Online-v1"
 ONLINE_JOBS = 1000
 CARTPOLE_STEPS = 1000
 TARGET_S = 0.5  # CPU seconds per 1,000-job Online episode
@@ -98,9 +98,9 @@ def main() -> None:
         f"random masked actions, {args.repeats} x {args.seconds:g} s"
     )
     for env_id in (
-        "bacepipe_env/GeoPipe-v1",
-        "bacepipe_env/GeoPipe-Random-v1",
-        "bacepipe_env/GeoPipe-Fig1-v1",
+        "bacepipe_env/GeoPipe-v2",
+        "bacepipe_env/GeoPipe-Random-v2",
+        "bacepipe_env/GeoPipe-Fig1-v2",
         ONLINE_ID,
     ):
         for preview in (True, False):

@@ -24,7 +24,7 @@ from bacepipe_env.experiments.stats import estimate
 from bacepipe_env.policies.registry import make_policy
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV_ID = "bacepipe_env/GeoPipe-v1"
+ENV_ID = "bacepipe_env/GeoPipe-v2"
 POLICIES = ["bace-pipe", "sjf", "fcfs", "random", "sjf+full"]
 FIRST, N = 1_000_000, 3
 ROW_KEYS = {
@@ -119,7 +119,7 @@ def test_reference_flag_and_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_json_to_stdout_is_the_only_output(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["evaluate", "--env-id", "bacepipe_env/GeoPipe-Fig1-v1", "--policies", "sjf"]
+    argv = ["evaluate", "--env-id", "bacepipe_env/GeoPipe-Fig1-v2", "--policies", "sjf"]
     assert main([*argv, "--episodes", "1", "--first-seed", "0", "--json", "-"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["rows"][0]["policy"] == "sjf"
@@ -141,7 +141,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["--env-id", "nope", "--policies", "sjf"], "bacepipe_env/GeoPipe-v1"),
+        (["--env-id", "nope", "--policies", "sjf"], "bacepipe_env/GeoPipe-v2"),
         (["--env-id", ENV_ID, "--policies", "no-such-policy"], "no-such-policy"),
         (["--env-id", ENV_ID, "--policies", "sjf", "--episodes", "0"], "--episodes"),
         (["--env-id", ENV_ID, "--policies", "sjf", "--first-seed", "-1"], "--first-seed"),

@@ -26,10 +26,10 @@ from bacepipe_env.errors import BacepipeError
 ROOT = Path(__file__).resolve().parents[1]
 HINT = "pip install 'bacepipe-env[train]'"
 IDS = (
-    "bacepipe_env/GeoPipe-v1",
-    "bacepipe_env/GeoPipe-Fig1-v1",
-    "bacepipe_env/GeoPipe-Random-v1",
-    "bacepipe_env/GeoPipe-Online-v0",
+    "bacepipe_env/GeoPipe-v2",
+    "bacepipe_env/GeoPipe-Fig1-v2",
+    "bacepipe_env/GeoPipe-Random-v2",
+    "bacepipe_env/GeoPipe-Online-v1",
 )
 
 
@@ -110,29 +110,29 @@ _ORDERS = {
     "module prefix in gym.make": """
         import gymnasium as gym
         assert "bacepipe_env" not in sys.modules
-        env = gym.make("bacepipe_env:bacepipe_env/GeoPipe-v1")
+        env = gym.make("bacepipe_env:bacepipe_env/GeoPipe-v2")
     """,
     "bacepipe_env, then gymnasium": """
         import bacepipe_env
         assert "gymnasium" not in sys.modules
         import gymnasium as gym
-        env = gym.make("bacepipe_env/GeoPipe-v1")
+        env = gym.make("bacepipe_env/GeoPipe-v2")
     """,
     "gymnasium, then bacepipe_env": """
         import gymnasium as gym
         import bacepipe_env
-        env = gym.make("bacepipe_env/GeoPipe-v1")
+        env = gym.make("bacepipe_env/GeoPipe-v2")
     """,
     "bacepipe_env.envs, which imports gymnasium half-way": """
         import bacepipe_env.envs
         import gymnasium as gym
-        env = gym.make("bacepipe_env/GeoPipe-v1")
+        env = gym.make("bacepipe_env/GeoPipe-v2")
     """,
     "bacepipe_env, then a gymnasium submodule": """
         import bacepipe_env
         import gymnasium.spaces
         import gymnasium as gym
-        env = gym.make("bacepipe_env/GeoPipe-v1")
+        env = gym.make("bacepipe_env/GeoPipe-v2")
     """,
 }
 
@@ -176,7 +176,7 @@ def test_make_vec_from_a_fresh_process(tmp_path: Path) -> None:
 
         if __name__ == "__main__":
             envs = gym.make_vec(
-                "bacepipe_env/GeoPipe-Fig1-v1",
+                "bacepipe_env/GeoPipe-Fig1-v2",
                 num_envs=2,
                 vectorization_mode="async",
                 vector_kwargs={"context": "spawn"},
@@ -386,7 +386,7 @@ def test_installed_entry_points_register_the_sb3_loaders(monkeypatch: pytest.Mon
     monkeypatch.setattr(learned, "_loaders", {})
     monkeypatch.setattr(learned, "_discovered", False)
     learned.register_learned_loader("ppo", mine)  # registered here: the entry point keeps off
-    assert learned.learned_prefixes() == ["dqn", "maskable_ppo", "ppo"]
+    assert learned.learned_prefixes() == ["dqn", "maskable_ppo", "ppo", "pretrained"]
     assert learned._loaders["maskable_ppo"] is load_agent
     with pytest.raises(BacepipeError, match="mine"):
         learned.load_learned("ppo:model.zip")

@@ -19,13 +19,14 @@ admission itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ValidationError
 from .placement import Placement
 
 if TYPE_CHECKING:
-    from .simulator import Simulator
+    from .simulator import Release, Simulator
 
 __all__ = [
     "ADMISSION_RULES",
@@ -33,6 +34,7 @@ __all__ = [
     "FinishAwareAdmission",
     "FullAdmission",
     "GreedyAdmission",
+    "finish_after_release",
     "make_admission",
 ]
 
@@ -73,11 +75,28 @@ class FinishAwareAdmission:
         release = sim.next_release()
         if release is None:
             return True
-        later = sim.placement_on(job_id, release)
-        if later is None:
+        waited = finish_after_release(sim, job_id, release)
+        if waited is None:
             return True
         now = sim.time + sim.execution_time(job_id, placement)
-        return now <= release.time + sim.execution_time(job_id, later)
+        return now <= waited[0]
+
+
+def finish_after_release(
+    sim: Simulator,
+    job_id: int,
+    release: Release,
+    placement_on: Callable[[int, Release], Placement | None] | None = None,
+) -> tuple[float, Placement] | None:
+    """``(finish time, placement)`` of ``job_id`` if it waits for ``release`` (the state after
+    the next GPU release, :meth:`Simulator.next_release`) and starts then on what the placement
+    policy offers it there; None when nothing it offers there fits. What ``finish-aware``
+    compares with starting now, and what the environment's ``wait_preview`` shows.
+    ``placement_on`` stands in for :meth:`Simulator.placement_on` (a memo of it)."""
+    later = (placement_on or sim.placement_on)(job_id, release)
+    if later is None:
+        return None
+    return release.time + sim.execution_time(job_id, later), later
 
 
 class FullAdmission:

@@ -2,7 +2,8 @@
 the tests.
 
 :data:`FEATURES` lists the observation's float arrays (``regions``, ``bandwidth``, ``queue``,
-``summary``, and the optional ``grid``, ``region_faults`` and ``link_faults``): each
+``summary``, and the optional ``grid``, ``region_faults``, ``link_faults``, ``running`` and
+``release``): each
 :class:`Feature` has a name, a shape in terms of ``max_regions`` and ``max_queue``, a
 description, its named columns (with their lower bounds), the function that computes it and,
 for an optional array, the
@@ -28,12 +29,13 @@ from typing import Any, NamedTuple
 import numpy as np
 from gymnasium import spaces
 
+from ..core.admission import finish_after_release
 from ..core.scenario import Scenario
 from ..core.simulator import Simulator
 from ..core.snapshot import QueueSnapshot
 from ..core.units import GBPS_PER_BYTE_PER_S, SECONDS_PER_HOUR
 from .config import ObsScales
-from .previews import Preview
+from .previews import PlacementPreviewer, Preview
 
 __all__ = [
     "BANDWIDTH_LAYERS",
@@ -44,7 +46,10 @@ __all__ = [
     "QUEUE_FEATURES",
     "REGION_FAULT_FEATURES",
     "REGION_FEATURES",
+    "RELEASE_FEATURES",
+    "RUNNING_FEATURES",
     "SUMMARY_FEATURES",
+    "WAIT_PREVIEW_FEATURES",
     "Column",
     "Decision",
     "Feature",
@@ -53,6 +58,8 @@ __all__ = [
     "feature",
     "flat_space",
     "flatten",
+    "layout",
+    "layout_space",
     "markdown_table",
     "observation_space",
 ]
@@ -74,6 +81,7 @@ class Decision(NamedTuple):
     sim: Simulator
     queue: QueueSnapshot  # the visible window's jobs, in slot order
     previews: Sequence[Preview | None]  # per window slot; None: no placement that can start
+    previewer: PlacementPreviewer | None = None  # its memo serves ``wait_preview``
 
 
 @dataclass(frozen=True)
@@ -148,6 +156,8 @@ class ObservationEncoder:
     down_obs: np.ndarray  # (max_regions, 1), the cached ``region_faults`` array
     links_key: object  # the link_capacity_rows links_obs was made from (None: not yet)
     links_obs: np.ndarray  # (1, max_regions, max_regions), the cached ``link_faults`` array
+    running_key: object  # (time, running ids) running_obs was made at (None: not yet)
+    running_obs: tuple[np.ndarray, np.ndarray]  # the cached ``running`` and ``release`` arrays
 
     def __init__(
         self,
@@ -205,6 +215,7 @@ class ObservationEncoder:
         self.grid_hour = None  # a new episode: a new tariff, maybe a new start hour
         self.down_key, self.down_obs = None, self.no_outage
         self.links_key, self.links_obs = None, self.healthy_links
+        self.running_key = None
 
     def encode(self, d: Decision) -> dict[str, np.ndarray]:
         """The float arrays of this encoder's :data:`FEATURES` at decision ``d``."""
@@ -340,6 +351,94 @@ def _link_faults(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     return out
 
 
+def _running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np.ndarray]:
+    """Both running-job arrays of decision ``d``, computed once per decision (the two
+    encoders below share it): a pass over the running jobs' placements and finish times."""
+    sim = d.sim
+    key = (sim.time, sim.running)
+    if key == enc.running_key:
+        return enc.running_obs
+    k, lh, h, now = enc.k, enc.scales.log_hours, SECONDS_PER_HOUR, sim.time
+    jobs = np.zeros(k)
+    held = np.zeros(k)
+    gpu_rem = np.zeros(k)  # sum of GPUs x remaining seconds, per region
+    first = np.full(k, np.inf)  # the earliest finish of a job holding GPUs here
+    first_gpus = np.zeros(k)  # the GPUs released here at that instant
+    t_next, next_gpus, hour_gpus, all_gpus, all_rem = math.inf, 0.0, 0.0, 0.0, 0.0
+    for j in sim.running:
+        _, pl, finish = sim.job_state(j)
+        if pl is None or finish is None:
+            continue
+        left = max(0.0, finish - now)
+        n = pl.n_gpus
+        all_gpus += n
+        all_rem += n * left
+        if left < t_next:
+            t_next, next_gpus = left, float(n)
+        elif left == t_next:
+            next_gpus += n
+        if left <= h:
+            hour_gpus += n
+        for r, g in zip(pl.path, pl.gpus):
+            jobs[r] += 1.0
+            held[r] += g
+            gpu_rem[r] += g * left
+            if left < first[r]:
+                first[r], first_gpus[r] = left, float(g)
+            elif left == first[r]:
+                first_gpus[r] += g
+    per_region = np.zeros((enc.max_regions, len(RUNNING_COLUMNS)), dtype=np.float32)
+    busy = held > 0
+    per_region[:k, 0] = np.log10(1.0 + jobs) / 2.0
+    per_region[:k, 1] = held / enc.capacity
+    per_region[:k, 2] = np.where(busy, np.log10(1.0 + np.where(busy, first, 0.0) / h) / lh, 0.0)
+    per_region[:k, 3] = first_gpus / enc.capacity
+    mean_rem = np.divide(gpu_rem, held, out=np.zeros(k), where=busy)
+    per_region[:k, 4] = np.log10(1.0 + mean_rem / h) / lh
+    total = enc.total_gpus
+    overall = np.zeros(len(RELEASE_COLUMNS), dtype=np.float32)
+    if all_gpus > 0:
+        overall[:] = (
+            math.log10(1.0 + t_next / h) / lh,
+            next_gpus / total,
+            hour_gpus / total,
+            math.log10(1.0 + all_rem / all_gpus / h) / lh,
+        )
+    enc.running_key, enc.running_obs = key, (per_region, overall)
+    return per_region, overall
+
+
+def _wait_preview(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    sim, q, sc = d.sim, d.queue, enc.scales
+    out = np.zeros((enc.max_queue, len(WAIT_PREVIEW_COLUMNS)), dtype=np.float32)
+    release = sim.next_release() if sim.running else None
+    if release is None:  # nothing runs: waiting frees nothing
+        return out
+    lh, h, now, k_star = sc.log_hours, SECONDS_PER_HOUR, sim.time, enc.k_star
+    # jobs of one shape get one placement on the release state: ask once per shape
+    lookup = None if d.previewer is None else d.previewer.placement_after(sim, release)
+    for i, (job, pv) in enumerate(zip(q.job_ids, d.previews)):
+        waited = finish_after_release(sim, job, release, lookup)
+        if waited is None:
+            continue
+        finish, later = waited
+        share = 0.0
+        if pv is not None:  # < 1/2: waiting finishes sooner than starting now
+            share = (finish - now) / ((finish - now) + pv.execution)
+        out[i] = (later.n_gpus / k_star[job], math.log10(1.0 + (finish - now) / h) / lh, share)
+    return out
+
+
+def _running(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    out: np.ndarray = _running_state(enc, d)[0].copy()
+    return out
+
+
+def _release(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    out: np.ndarray = _running_state(enc, d)[1].copy()
+    return out
+
+
 # ------------------------------------------------------------------------------ the table
 REGION_COLUMNS = (
     Column("present", "1 for a region of the scenario, 0 for padding"),
@@ -391,6 +490,49 @@ LINK_FAULT_COLUMNS = (
         "capacity_factor",
         "the link's capacity now / its nominal capacity (the `bandwidth` array's static "
         "`capacity` layer): 1 when healthy, the link change's factor while one is in force",
+    ),
+)
+RUNNING_COLUMNS = (
+    Column("log_jobs", "running jobs with a stage in the region, `log10(1 + jobs) / 2`"),
+    Column("held_frac", "GPUs the running jobs hold here / capacity"),
+    Column(
+        "log_next_release_hours",
+        "time until the first running job holding GPUs here finishes, `log10(1 + hours) / 4` "
+        "(0 when none does)",
+    ),
+    Column("next_release_frac", "GPUs that finish releases here / capacity"),
+    Column(
+        "log_mean_remaining_hours",
+        "GPU-weighted mean remaining time of the jobs running here, `log10(1 + hours) / 4`",
+    ),
+)
+RELEASE_COLUMNS = (
+    Column(
+        "log_next_release_hours",
+        "time until the next running job finishes anywhere, `log10(1 + hours) / 4` (0 when "
+        "nothing runs)",
+    ),
+    Column("next_release_gpu_frac", "GPUs released at that instant / total GPUs"),
+    Column("hour_release_gpu_frac", "GPUs released within the next hour / total GPUs"),
+    Column(
+        "log_mean_remaining_hours",
+        "GPU-weighted mean remaining time of all running jobs, `log10(1 + hours) / 4`",
+    ),
+)
+WAIT_PREVIEW_COLUMNS = (
+    Column(
+        "next_gpu_frac",
+        "GPUs the placement policy would give the job right after the next GPU release / K*",
+    ),
+    Column(
+        "next_log_finish_hours",
+        "time from now until it would finish if it waits for that release, `log10(1 + hours) / 4`",
+    ),
+    Column(
+        "finish_share",
+        "that wait-then-run time / (itself + the execution time if placed now), in (0, 1): "
+        "below 1/2 waiting finishes sooner, the `finish-aware` rule's test (0 when the job has "
+        "no placement now)",
     ),
 )
 
@@ -454,6 +596,34 @@ FEATURES: tuple[Feature, ...] = (
         column_axis=0,
         enabled_by="fault_features",
     ),
+    Feature(
+        "running",
+        ("max_regions", len(RUNNING_COLUMNS)),
+        "per region, the running jobs: how many, the GPUs they hold, when the first of them "
+        "finishes and what it frees, their mean remaining time (zero rows pad). Remaining times "
+        "are the planned finishes: a failure that has not happened yet is not known",
+        RUNNING_COLUMNS,
+        _running,
+        enabled_by="running_features",
+    ),
+    Feature(
+        "release",
+        (len(RELEASE_COLUMNS),),
+        "the running jobs as a whole: the time to the next GPU release and how much it and the "
+        "next hour free (zeros when nothing runs)",
+        RELEASE_COLUMNS,
+        _release,
+        enabled_by="running_features",
+    ),
+    Feature(
+        "wait_preview",
+        ("max_queue", len(WAIT_PREVIEW_COLUMNS)),
+        "per slot of the window, what waiting for the next GPU release would give the job "
+        "(zero rows when nothing runs, for empty slots and when nothing fits then)",
+        WAIT_PREVIEW_COLUMNS,
+        _wait_preview,
+        enabled_by="running_features",
+    ),
 )
 
 REGION_FEATURES = tuple(c.name for c in REGION_COLUMNS)
@@ -463,6 +633,9 @@ SUMMARY_FEATURES = tuple(c.name for c in SUMMARY_COLUMNS)
 GRID_FEATURES = tuple(c.name for c in GRID_COLUMNS)
 REGION_FAULT_FEATURES = tuple(c.name for c in REGION_FAULT_COLUMNS)
 LINK_FAULT_LAYERS = tuple(c.name for c in LINK_FAULT_COLUMNS)
+RUNNING_FEATURES = tuple(c.name for c in RUNNING_COLUMNS)
+RELEASE_FEATURES = tuple(c.name for c in RELEASE_COLUMNS)
+WAIT_PREVIEW_FEATURES = tuple(c.name for c in WAIT_PREVIEW_COLUMNS)
 #: The ``GeoPipeEnv`` keywords that add optional arrays, in table order (one keyword may add
 #: several arrays: ``fault_features`` adds ``region_faults`` and ``link_faults``).
 OPTIONAL_FEATURES: tuple[str, ...] = tuple(
@@ -518,6 +691,36 @@ def flatten(obs: dict[str, np.ndarray], space: spaces.Dict) -> np.ndarray:
     """The arrays of ``obs`` raveled and concatenated in ``space``'s key order (alphabetical,
     as :func:`gymnasium.spaces.flatten` does), as float32."""
     return np.concatenate([np.ravel(obs[key]).astype(np.float32) for key in space])
+
+
+def layout_space(space: spaces.Dict, observation: str) -> spaces.Space[Any]:
+    """The observation space of layout ``observation`` (see :func:`layout`)."""
+    if observation == "dict":
+        return space
+    if observation == "flat":
+        return flat_space(space)
+    n = int(np.prod(space["action_mask"].shape or ()))  # MultiBinary(n_actions)
+    arrays = spaces.Dict({k: s for k, s in space.spaces.items() if k != "action_mask"})
+    return spaces.Dict(
+        {
+            "observations": flat_space(arrays),
+            "action_mask": spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32),
+        }
+    )
+
+
+def layout(obs: dict[str, np.ndarray], space: spaces.Dict, observation: str) -> Any:
+    """``obs`` (the Dict of ``space``) in layout ``observation``: ``"dict"`` as it is,
+    ``"flat"`` one float32 vector (:func:`flatten`, the mask included), ``"masked"``
+    ``{"observations": the features flattened, "action_mask": the mask as float32}``, the
+    layout RLlib's action-masking RL module reads."""
+    if observation == "dict":
+        return obs
+    if observation == "flat":
+        return flatten(obs, space)
+    mask = obs["action_mask"].astype(np.float32)
+    parts = [np.ravel(obs[key]).astype(np.float32) for key in space if key != "action_mask"]
+    return {"observations": np.concatenate(parts), "action_mask": mask}
 
 
 def markdown_table() -> str:

@@ -32,6 +32,7 @@ __all__ = ["QUEUE_FEATURES", "REGION_FEATURES", "SUMMARY_FEATURES", "GeoPipeEnv"
 
 _RENDER_MODES = ("ansi", "rgb_array")
 _ILLEGAL = ("fallback", "raise")
+_OBSERVATIONS = ("dict", "flat", "masked")
 
 
 class GeoPipeEnv(gym.Env[Any, np.int64]):
@@ -58,8 +59,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             ``max_jobs``, a window no queue can outgrow); ``max_regions``: the
             region axis' padding (default: the generator's).
         allow_wait: add a last action that places nothing until the next event.
-        observation: ``"dict"`` or ``"flat"``; ``illegal_action``: ``"fallback"`` (play the
-            first legal action, flag ``info["illegal_action"]``) or ``"raise"``.
+        observation: ``"dict"``, ``"flat"`` (one Box, mask included) or ``"masked"``
+            (``{"observations": Box, "action_mask": Box}``, the layout of RLlib's action-masking
+            module: the features flattened, the mask as float32 0/1).
+        illegal_action: ``"fallback"`` (play the first legal action, flag
+            ``info["illegal_action"]``) or ``"raise"``.
         reward: a :class:`RewardFn` (default :class:`~.reward.JctCostReward`), or its weights
             as a :class:`RewardConfig` or mapping; ``scales``: :class:`ObsScales` or mapping.
         preview: compute each visible job's placement preview (queue features 7-10, the
@@ -70,6 +74,9 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             ``link_faults`` (each link's capacity now / nominal) arrays; off by default
             (every id), which keeps the ids' spaces. Faults themselves come with the scenario
             (``outages=``, ``link_changes=``, ``gpu_failure_rate=``, ... as scenario knobs).
+        running_features: add the ``running`` (per region: running jobs, GPUs held, time to
+            the first release and what it frees, mean remaining time) and ``release`` (the
+            same for the whole cluster) arrays; on in the registered ids, off by default.
         max_steps: truncate after this many steps (default never; ids use ``TimeLimit``).
         render_mode: ``"ansi"`` or ``"rgb_array"``.
     """
@@ -87,11 +94,12 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         allow_wait: bool = False,
         observation: str = "dict",
         illegal_action: str = "fallback",
-        reward: RewardFn | RewardConfig | Mapping[str, float] | None = None,
+        reward: RewardFn | RewardConfig | Mapping[str, float] | str | None = None,
         scales: ObsScales | Mapping[str, float] | None = None,
         preview: bool = True,
         grid_features: bool = False,
         fault_features: bool = False,
+        running_features: bool = False,
         max_steps: int | None = None,
         render_mode: str | None = None,
         **scenario_knobs: Any,
@@ -103,16 +111,26 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.max_queue = cfg.resolve_max_queue(max_queue, self.generator)
         self.max_regions = cfg.resolve_max_regions(max_regions, self.generator)
         self.allow_wait: bool = cfg.require_choice("allow_wait", allow_wait, (True, False))
-        self.observation_mode = cfg.require_choice("observation", observation, ("dict", "flat"))
+        self.observation_mode = cfg.require_choice("observation", observation, _OBSERVATIONS)
         self.illegal_action = cfg.require_choice("illegal_action", illegal_action, _ILLEGAL)
         self.reward_fn = make_reward(reward)
+        space = self.reward_fn.reward_space
+        if space is not None:  # a vector reward: what MO-Gymnasium's wrappers read
+            self.reward_space = space
         self.scales = cfg.coerce_config(ObsScales, scales, "scales")
         self.preview = bool(preview)
         self.grid_features: bool = cfg.require_choice("grid_features", grid_features, (True, False))
         self.fault_features: bool = cfg.require_choice(
             "fault_features", fault_features, (True, False)
         )
-        flags = {"grid_features": self.grid_features, "fault_features": self.fault_features}
+        self.running_features: bool = cfg.require_choice(
+            "running_features", running_features, (True, False)
+        )
+        flags = {
+            "grid_features": self.grid_features,
+            "fault_features": self.fault_features,
+            "running_features": self.running_features,
+        }
         enabled = tuple(name for name, on in flags.items() if on)
         if max_steps is not None:
             max_steps = require_int("max_steps", max_steps, minimum=1, exc=ValidationError)
@@ -123,9 +141,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.n_actions = q + (1 if allow_wait else 0)
         self.action_space = spaces.Discrete(self.n_actions)
         self._dict_space = features.observation_space(q, kk, self.n_actions, enabled)
-        self.observation_space = (
-            self._dict_space if observation == "dict" else features.flat_space(self._dict_space)
-        )
+        self.observation_space = features.layout_space(self._dict_space, observation)
         self.encoder = features.ObservationEncoder(q, kk, self.scales, enabled)
         self.previewer = PlacementPreviewer(self.placement)
         self.scenario: Scenario | None = None
@@ -234,11 +250,9 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self._previews, self._mask = previews, mask
 
     def _observe(self, sim: Simulator) -> Any:
-        obs = self.encoder.encode(Decision(sim, self._queue, self._previews))
+        obs = self.encoder.encode(Decision(sim, self._queue, self._previews, self.previewer))
         obs["action_mask"] = self._mask.copy()
-        if self.observation_mode == "dict":
-            return obs
-        return features.flatten(obs, self._dict_space)
+        return features.layout(obs, self._dict_space, self.observation_mode)
 
     def _info(self, terms: RewardTerms) -> dict[str, Any]:
         q, n, scales, sim = self._queue, self.max_queue, self._meter.scales, self._require_sim()

@@ -11,12 +11,12 @@ and job shape.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from ..core.perf import preview_iteration_time
 from ..core.placement import Placement
-from ..core.simulator import PlacementPolicy, Simulator
+from ..core.simulator import PlacementPolicy, Release, Simulator
 
 __all__ = ["DEFAULT_MEMO_SIZE", "PlacementPreviewer", "Preview"]
 
@@ -65,6 +65,39 @@ class PlacementPreviewer:
         """Forget every remembered answer."""
         self._memo.clear()
 
+    def shape(self, sim: Simulator, job: int) -> tuple[object, ...]:
+        """What the placement of ``job`` depends on besides the state (remembered per
+        scenario): jobs of one shape get the same placement on the same state."""
+        if sim.scenario is not self._scenario:
+            self._scenario, self._shapes = sim.scenario, {}
+        shape = self._shapes.get(job)
+        if shape is None:
+            p = sim.profile(job)
+            shape = self._shapes[job] = (
+                p.k_star,
+                p.activation_bytes,
+                p.compute_coeff,
+                p.stage_overhead,
+                p.n_micro,
+                sim.memory_floor(job),
+            )
+        return shape
+
+    def placement_after(self, sim: Simulator, release: Release) -> Callable[[int, Release], Any]:
+        """:meth:`Simulator.placement_on` for one decision's ``release``, memoised by job
+        shape (what the ``wait_preview`` array asks once per visible job)."""
+        memo: dict[tuple[object, ...], Placement | None] = {}
+
+        def placement_on(job: int, state: Release) -> Placement | None:
+            if state is not release:  # another state: nothing remembered for it
+                return sim.placement_on(job, state)
+            key = self.shape(sim, job)
+            if key not in memo:
+                memo[key] = sim.placement_on(job, state)
+            return memo[key]
+
+        return placement_on
+
     def __call__(self, sim: Simulator, window: Sequence[int]) -> list[Preview | None]:
         """Per job of ``window``: its preview, or ``None`` if its placement could not start."""
         if not self.pure:
@@ -80,16 +113,7 @@ class PlacementPreviewer:
         same: object = state
         for job in window:
             p = profile(job)
-            shape = shapes.get(job)
-            if shape is None:  # what the placement of a job depends on besides the state
-                shape = shapes[job] = (
-                    p.k_star,
-                    p.activation_bytes,
-                    p.compute_coeff,
-                    p.stage_overhead,
-                    p.n_micro,
-                    sim.memory_floor(job),
-                )
+            shape = shapes.get(job) or self.shape(sim, job)
             hit = memo.get((state_hash, shape))
             got = None
             if hit is not None and (hit[0] is same or hit[0] == state):

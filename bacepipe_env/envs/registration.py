@@ -9,40 +9,57 @@ episode needs about one step per job plus one per wait.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["ENTRY_POINT", "ENV_IDS", "MAX_EPISODE_STEPS", "register_envs"]
+__all__ = ["ENTRY_POINT", "ENV_IDS", "MAX_EPISODE_STEPS", "env_slug", "register_envs"]
 
 ENTRY_POINT = "bacepipe_env.envs.geopipe:GeoPipeEnv"
 
 #: id -> the kwargs ``gym.make(id)`` passes to :class:`~bacepipe_env.envs.geopipe.GeoPipeEnv`.
+#: Every id lets the agent wait (``allow_wait``: the last action places nothing until the next
+#: event, offered whenever one is still to come) and sees the running jobs
+#: (``running_features``): a waiting decision needs the time to the next GPU release.
+_DECIDE = {"allow_wait": True, "running_features": True}
 ENV_IDS: dict[str, dict[str, Any]] = {
-    "bacepipe_env/GeoPipe-v1": {"scenario": "paper", "max_queue": 16},
-    "bacepipe_env/GeoPipe-Fig1-v1": {"scenario": "fig1", "max_queue": 4},
-    "bacepipe_env/GeoPipe-Random-v1": {"scenario": "random", "max_queue": 16, "max_regions": 8},
+    "bacepipe_env/GeoPipe-v2": {"scenario": "paper", "max_queue": 16, **_DECIDE},
+    "bacepipe_env/GeoPipe-Fig1-v2": {"scenario": "fig1", "max_queue": 4, **_DECIDE},
+    "bacepipe_env/GeoPipe-Random-v2": {
+        "scenario": "random",
+        "max_queue": 16,
+        "max_regions": 8,
+        **_DECIDE,
+    },
     # The window holds the whole job budget (max_queue None: 500 by default, n_jobs when given):
     # the pending queue reaches 200+ jobs, and an ordering must be able to pick any of them.
-    "bacepipe_env/GeoPipe-Online-v0": {
+    "bacepipe_env/GeoPipe-Online-v1": {
         "scenario": "online",
         "max_queue": None,
         "grid_features": True,
         "fault_features": True,  # outages and degraded links show (healthy: 0 down, factor 1)
+        **_DECIDE,
     },
 }
 
 #: id -> Gymnasium's ``max_episode_steps`` (the ``TimeLimit`` of ``gym.make(id)``).
 MAX_EPISODE_STEPS: dict[str, int] = {
-    "bacepipe_env/GeoPipe-v1": 1000,
-    "bacepipe_env/GeoPipe-Fig1-v1": 100,
-    "bacepipe_env/GeoPipe-Random-v1": 1000,
-    # Online-v0 (500 jobs; greedy admission, the scenario's): one step per job, plus at most
+    "bacepipe_env/GeoPipe-v2": 1000,
+    "bacepipe_env/GeoPipe-Fig1-v2": 100,
+    "bacepipe_env/GeoPipe-Random-v2": 1000,
+    # Online-v1 (500 jobs; greedy admission, the scenario's): one step per job, plus at most
     # one wait per event instant (2 per job) with allow_wait, so at most 1,500 steps. Measured
     # over seeds 0-19, random legal actions and the bace-pipe, sjf and fcfs agents: 500 steps
     # (724 with allow_wait). The other admission rules add a step per declined choice: up to
     # 8,370 steps under "finish-aware" and 33,466 under "full" (random actions), so the limit
     # sits well above every rule, and 66 x the greedy bound; a 1,000-job episode takes 1,000.
-    "bacepipe_env/GeoPipe-Online-v0": 100_000,
+    "bacepipe_env/GeoPipe-Online-v1": 100_000,
 }
+
+
+def env_slug(env_id: str) -> str:
+    """An id's short lower-case name, for run folders and pretrained agents:
+    ``bacepipe_env/GeoPipe-Random-v2`` -> ``geopipe-random`` (no namespace, no version)."""
+    return re.sub(r"-v\d+$", "", env_id.split("/")[-1]).lower()
 
 
 def register_envs() -> None:

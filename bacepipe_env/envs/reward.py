@@ -154,6 +154,12 @@ class RewardFn(abc.ABC):
     def __call__(self, terms: RewardTerms) -> SupportsFloat | np.ndarray:
         """The reward the environment returns for a step whose interval cost ``terms``."""
 
+    @property
+    def reward_space(self) -> Any:
+        """A vector reward's Box (the env's ``reward_space``, which MO-Gymnasium reads);
+        None for a scalar reward."""
+        return None
+
     def components(self, terms: RewardTerms) -> dict[str, Any]:
         """The reward's parts, for ``info`` (``reward_jct``, ``reward_cost``,
         ``reward_carbon``); unweighted here."""
@@ -222,13 +228,27 @@ class VectorReward(RewardFn):
     def __call__(self, terms: RewardTerms) -> np.ndarray:
         return np.array([-getattr(terms, name) for name in self.terms])
 
+    @property
+    def reward_space(self) -> Any:
+        """``Box(-inf, 0, (len(terms),))``: every term is a cost, so each entry is <= 0."""
+        from gymnasium import spaces  # the core stays free of gymnasium; this is env-side
+
+        return spaces.Box(-np.inf, 0.0, shape=(len(self.terms),), dtype=np.float64)
+
     def __repr__(self) -> str:
         return f"VectorReward(terms={self.terms!r})"
 
 
-def make_reward(reward: RewardFn | RewardConfig | Mapping[str, float] | None) -> RewardFn:
-    """``reward`` itself if it is a :class:`RewardFn`, else the default :class:`JctCostReward`
-    with its weights (a :class:`RewardConfig`, a mapping of its fields, or None: defaults)."""
+def make_reward(
+    reward: RewardFn | RewardConfig | Mapping[str, float] | str | None,
+) -> RewardFn:
+    """``reward`` itself if it is a :class:`RewardFn`, ``"vector"`` a :class:`VectorReward`
+    (JCT, cost, carbon), else the default :class:`JctCostReward` with its weights (a
+    :class:`RewardConfig`, a mapping of its fields, or None: defaults)."""
     if isinstance(reward, RewardFn):
         return reward
+    if isinstance(reward, str):
+        if reward != "vector":
+            raise ValidationError("reward", reward, "a string reward must be 'vector'")
+        return VectorReward()
     return JctCostReward(coerce_config(RewardConfig, reward, "reward"))

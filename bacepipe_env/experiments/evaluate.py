@@ -1,6 +1,6 @@
 """Heuristics and learned models on the same held-out episodes of one environment id.
 
-``evaluate_policies("bacepipe_env/GeoPipe-v1", ["bace-pipe", "sjf", "maskable_ppo:runs/x/
+``evaluate_policies("bacepipe_env/GeoPipe-v2", ["bace-pipe", "sjf", "maskable_ppo:runs/x/
 model.zip"], episodes=20, first_seed=1_000_000)`` plays every policy on the episodes reset
 with seeds ``first_seed, first_seed + 1, ...`` and reports, per policy, the mean and 95% CI of
 the average JCT, the total cost and the carbon, and against a reference policy the paired
@@ -22,7 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BacepipeError, ValidationError
-from ..learned import is_learned, layout_kwargs, load_learned
+from ..learned import (
+    PRETRAINED,
+    is_learned,
+    layout_kwargs,
+    load_learned,
+    pretrained_dir,
+    resolve_pretrained,
+)
 from .progress import Progress
 from .stats import Estimate, estimate
 
@@ -38,6 +45,9 @@ __all__ = [
     "outcome",
 ]
 
+#: What a heuristic's env leaves out: arrays no heuristic reads (the episode is the same).
+_NO_OPTIONAL_ARRAYS = {"grid_features": False, "fault_features": False, "running_features": False}
+
 #: Two episodes' JCTs within this relative distance of each other are a tie.
 TIE_RTOL = 1e-9
 
@@ -52,18 +62,27 @@ def outcome(jct: float, reference_jct: float) -> str:
 
 def learned_display_name(spec: str) -> str:
     """``maskable_ppo:runs/x/model.zip`` -> ``learned:x`` (the model's folder; its stem when
-    the file is not a run's ``model.zip`` or sits in no named folder)."""
-    path = Path(spec.split(":", 1)[1])
+    the file is not a run's ``model.zip`` or sits in no named folder); a shipped
+    ``pretrained:<slug>`` -> ``learned:pretrained``."""
+    prefix, rest = spec.split(":", 1)
+    if prefix == PRETRAINED:
+        return f"learned:{PRETRAINED}"
+    path = Path(rest)
     name = path.parent.name if path.stem == "model" and path.parent.name else path.stem
     return f"learned:{name}"
 
 
 def _train_seed(spec: str) -> int | None:
     """The learner's seed from the train.learn ``config.json`` next to the model (or one
-    folder up, for checkpoints); None when there is none or it says none."""
-    path = Path(spec.split(":", 1)[1])
-    for folder in (path.parent, path.parent.parent):
-        cfg = folder / "config.json"
+    folder up, for checkpoints; the ``<slug>.json`` of a pretrained agent); None when there is
+    none or it says none."""
+    prefix, rest = spec.split(":", 1)
+    path = Path(rest)
+    if prefix == PRETRAINED:
+        candidates = [pretrained_dir() / f"{rest}.json"]
+    else:
+        candidates = [path.parent / "config.json", path.parent.parent / "config.json"]
+    for cfg in candidates:
         if cfg.is_file():
             try:
                 data = json.loads(cfg.read_text(encoding="utf-8"))
@@ -278,12 +297,13 @@ def evaluate_policies(
     from ..envs.agents import evaluate, make_agent
 
     _check(env_id, policies, episodes, first_seed)
+    policies = resolve_pretrained(policies, env_id)
     seeds = list(range(first_seed, first_seed + episodes))
     agents: list[tuple[str, str, int | None, Any, dict[str, Any]]] = []
     for spec in policies:
         if is_learned(spec):
             path = Path(spec.split(":", 1)[1])
-            if not path.is_file():
+            if not spec.startswith(f"{PRETRAINED}:") and not path.is_file():
                 raise ValidationError("policies", spec, f"no model file at {path}")
             agent: Any = load_learned(spec)
             kwargs = layout_kwargs(agent.env_kwargs)
@@ -291,7 +311,8 @@ def evaluate_policies(
             agents.append((learned_display_name(spec), spec, _train_seed(spec), agent, kwargs))
         else:
             agent = make_agent(spec)  # a one-line error for an unknown or unplayable name
-            kwargs = {"placement": agent.placement}
+            # a heuristic reads the simulator, not the observation: skip the optional arrays
+            kwargs = {"placement": agent.placement, **_NO_OPTIONAL_ARRAYS}
             admission = getattr(agent, "admission", None)
             if admission is not None:
                 kwargs["admission"] = admission

@@ -1,12 +1,16 @@
 """The paper's experiments: Fig. 4 (compare), Figs. 5-7 (sweeps) and Fig. 8 (ablation).
 
 Each runs registered policies on the same seeds, summarises them against BACE-Pipe (or the
-first policy when BACE-Pipe is not among them) and writes CSV, JSON and PNG files; ``compare``
-also writes TensorBoard scalars, one run per policy.
+first policy when BACE-Pipe is not among them) and writes CSV, JSON and PNG files, and
+TensorBoard event files: one HParams session per policy (per policy and swept value for a
+sweep) holding its means over the seeds, so TensorBoard's HParams table puts the policies side
+by side and nothing is smoothed across seeds.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +31,7 @@ from .summary import (
     write_csv,
     write_json,
 )
-from .tensorboard import ScalarWriter
+from .tensorboard import MAX_RUN_COMPONENT, ScalarWriter, run_component
 
 __all__ = [
     "SWEEPS",
@@ -119,7 +123,8 @@ def run_compare(
 ) -> ExperimentOutcome:
     """Run ``policies`` x ``seeds`` on ``scenario``; write ``{name}-runs.csv``,
     ``{name}-summary.csv``, ``{name}.json``, ``{name}.png`` and (``tensorboard``)
-    ``tb/<policy>/`` event files with ``{name}/*`` scalars at step = seed. Running again into
+    ``tb/{name}/<scenario>/<policy>/`` event files: one HParams session per policy with its
+    ``{name}/*`` means over the seeds (:func:`_write_sessions`). Running again into
     the same ``out`` replaces that experiment's files. ``knobs`` are load_scenario keywords
     applied to every run (sweep knobs, ``admission``, ``ignore_memory``, ``prices``,
     ``start_hour``, ``egress_usd_per_gb``, ``load``). Carbon is reported beside cost, and the
@@ -160,52 +165,169 @@ def run_compare(
     except BacepipeError as err:
         outcome.warnings.append(str(err))
     if tensorboard:
-        files.extend(_write_tensorboard(out / "tb", name, runs, ref, egress=egress))
+        root = _experiment_dir(out / "tb", name, scenario)
+        _clear_events(out / "tb", root, name)
+        files.extend(
+            _write_sessions(
+                root, name, name, _hparams(name, scenario, ref, seeds, knobs), runs, stats, ref
+            )
+        )
     return outcome
 
 
-def _write_tensorboard(
-    tb_dir: Path, name: str, runs: Sequence[RunSummary], reference: str, *, egress: bool = False
+def _experiment_dir(tb_dir: Path, experiment: str, scenario: str) -> Path:
+    """``tb/<experiment>/<scenario>``: the folder of one experiment's runs (a scenario file
+    is named by its stem)."""
+    return tb_dir / experiment / run_component(Path(scenario).stem or scenario)
+
+
+def _clear_events(tb_dir: Path, root: Path, suffix: str) -> None:
+    """Remove this experiment's earlier event files, so that a re-run replaces its sessions
+    instead of doubling them (or keeping a policy it no longer runs); also those of the
+    earlier flat ``tb/<policy>/`` layout. Other experiments' files stay."""
+    old = [*root.rglob(f"events.out.tfevents.*.{suffix}"), *tb_dir.glob(f"*/*.{suffix}")]
+    for path in old:
+        if path.name.startswith("events.out.tfevents."):
+            path.unlink()
+    for folder in sorted((d for d in root.rglob("*") if d.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
+
+
+def _hparams(
+    experiment: str,
+    scenario: str,
+    reference: str,
+    seeds: Sequence[int],
+    knobs: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The hyperparameters every session of an experiment shares: what ran, on which seeds,
+    against which reference, under which load_scenario knobs."""
+    seed_list = sorted(seeds)
+    contiguous = seed_list == list(range(seed_list[0], seed_list[-1] + 1))
+    out: dict[str, Any] = {
+        "experiment": experiment,
+        "scenario": scenario,
+        "reference": reference,
+        # a string: the table would print a count as 5.0000, and 0-9 says more
+        "seeds": f"{seed_list[0]}-{seed_list[-1]}"
+        if contiguous and len(seed_list) > 1
+        else ",".join(map(str, seed_list)),
+    }
+    for key, value in (knobs or {}).items():
+        if value is None or isinstance(value, (str, bool, int, float)):
+            out[key] = value
+        else:  # the HParams table holds strings, numbers and booleans only
+            out[key] = json.dumps(value, sort_keys=True, default=str)
+    return out
+
+
+def _session_names(policies: Sequence[str]) -> dict[str, str]:
+    """A short run-folder name per policy: a registered name as it is, a learned model as
+    ``<algo>-<its run folder>`` (``maskable_ppo:runs/x/model.zip`` -> ``maskable_ppo-x``)."""
+    names = {}
+    for policy in policies:
+        if is_learned(policy):
+            algo, path = policy.split(":", 1)
+            p = Path(path)
+            label = p.parent.name if p.stem == "model" and p.parent.name else p.stem
+            names[policy] = run_component(f"{algo}-{label}")
+        else:
+            names[policy] = run_component(policy)
+    taken = list(names.values())
+    for policy, short in names.items():
+        if taken.count(short) > 1:  # two models from folders of one name: tell them apart
+            limit = min(len(short) + 6, MAX_RUN_COMPONENT)
+            names[policy] = run_component(f"{short}-{policy}", limit=limit)
+    return names
+
+
+def _write_sessions(
+    root: Path,
+    suffix: str,
+    prefix: str,
+    hparams: dict[str, Any],
+    runs: Sequence[RunSummary],
+    stats: Sequence[PolicyStats],
+    reference: str,
+    knob: tuple[str, float] | None = None,
 ) -> list[Path]:
-    """Per policy, one run of ``{name}/*`` scalars at step = seed: average JCT, cost and
-    carbon, absolute and over the reference's on the same seed, and (``egress``) the egress
-    charge."""
-    ref = {r.spec.seed: r for r in runs if r.spec.policy == reference}
+    """One HParams session per policy, in ``root/<policy>`` (``root/<policy>/<knob>=<value>``
+    for a sweep's point): its hyperparameters (``hparams``, the policy and the knob's value)
+    and, at step 0, the ``{prefix}/*`` means over the seeds (average JCT, cost and carbon, with
+    their 95% CI half-widths, and the means of the per-seed ratios to the reference), which
+    the HParams table shows as metric columns. Each seed's numbers go in a text table, not on
+    the step axis, so TensorBoard never smooths one seed into the next."""
+    by_seed = {(r.spec.policy, r.spec.seed): r for r in runs}
+    seeds = sorted({r.spec.seed for r in runs})
+    names = _session_names([s.policy for s in stats])
+    egress = any(s.egress_usd is not None for s in stats)
     written = []
-    for policy in dict.fromkeys(r.spec.policy for r in runs):
-        # A re-run replaces this experiment's earlier events instead of doubling every point.
-        run_dir = tb_dir / _run_name(policy)
-        for old in run_dir.glob(f"events.out.tfevents.*.{name}"):
-            old.unlink()
-        with ScalarWriter(run_dir, suffix=f".{name}") as writer:
-            about = "learned model" if is_learned(policy) else policy_info(policy).description
-            writer.add_text(f"{name}/policy", f"**{policy}**: {about}")
-            for r in sorted(
-                (r for r in runs if r.spec.policy == policy), key=lambda r: r.spec.seed
+    for st in stats:
+        run_dir = root / names[st.policy]
+        session = {**hparams, "policy": st.policy}
+        if knob is not None:
+            run_dir = run_dir / run_component(f"{knob[0]}={knob[1]:g}")
+            session[knob[0]] = knob[1]
+        with ScalarWriter(run_dir, suffix=f".{suffix}") as writer:
+            writer.add_hparams(session)
+            metrics = [
+                ("avg_jct_h", st.jct_h.mean),
+                ("avg_jct_h_ci95", st.jct_h.ci95),
+                ("total_cost_usd", st.cost_usd.mean),
+                ("total_cost_usd_ci95", st.cost_usd.ci95),
+                ("carbon_kg", st.carbon_kg.mean),
+                ("carbon_kg_ci95", st.carbon_kg.ci95),
+                ("avg_jct_norm", st.jct_norm.mean),
+                ("total_cost_norm", st.cost_norm.mean),
+                ("carbon_norm", st.carbon_norm.mean),
+            ]
+            for metric, est in (
+                ("egress_usd", st.egress_usd),
+                ("n_restarts", st.restarts),
+                ("wasted_gpu_hours", st.wasted_gpu_hours),
+                ("wasted_cost_usd", st.wasted_cost_usd),
             ):
-                s = r.spec.seed
-                writer.add_scalar(f"{name}/avg_jct_h", r.avg_jct_h, s)
-                writer.add_scalar(f"{name}/total_cost_usd", r.total_cost_usd, s)
-                writer.add_scalar(f"{name}/avg_jct_norm", r.avg_jct_h / ref[s].avg_jct_h, s)
-                writer.add_scalar(
-                    f"{name}/total_cost_norm", r.total_cost_usd / ref[s].total_cost_usd, s
-                )
-                writer.add_scalar(f"{name}/carbon_kg", r.carbon_kg, s)
-                if ref[s].carbon_kg > 0:  # a scenario without carbon figures has no ratio
-                    writer.add_scalar(f"{name}/carbon_norm", r.carbon_kg / ref[s].carbon_kg, s)
-                if egress:
-                    writer.add_scalar(f"{name}/egress_usd", r.egress_usd, s)
+                if est is not None:  # only when egress was charged, faults configured
+                    metrics.append((metric, est.mean))
+            for metric, value in metrics:
+                # One seed has no CI, a scenario without carbon figures no carbon ratio.
+                if not math.isnan(value):
+                    writer.add_scalar(f"{prefix}/{metric}", value, 0)
+            about = "learned model" if is_learned(st.policy) else policy_info(st.policy).description
+            writer.add_text(f"{prefix}/policy", f"**{st.policy}**: {about}")
+            writer.add_text(
+                f"{prefix}/seeds",
+                _seed_table([by_seed[st.policy, s] for s in seeds], by_seed, reference, egress),
+            )
             written.append(writer.path)
     return written
 
 
-def _run_name(policy: str) -> str:
-    """A TensorBoard run folder for a policy; ``ppo:runs/x/model.zip`` -> ``ppo-runs-x-model``."""
-    if not is_learned(policy):
-        return policy
-    algo, path = policy.split(":", 1)
-    stem = Path(path).with_suffix("").as_posix().strip("/").replace("/", "-")
-    return f"{algo}-{stem}"
+def _seed_table(
+    rows: Sequence[RunSummary],
+    by_seed: dict[tuple[str, int], RunSummary],
+    reference: str,
+    egress: bool,
+) -> str:
+    """A markdown table of a policy's run on every seed, with its JCT over the reference's."""
+    head = ["seed", "avg JCT (h)", "cost ($)", "carbon (kg)", f"JCT / {reference}"]
+    if egress:
+        head.append("egress ($)")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        ref = by_seed[reference, r.spec.seed]
+        cells = [
+            str(r.spec.seed),
+            f"{r.avg_jct_h:.3f}",
+            f"{r.total_cost_usd:,.2f}",
+            f"{r.carbon_kg:,.1f}",
+            f"{r.avg_jct_h / ref.avg_jct_h:.4f}",
+        ]
+        if egress:
+            cells.append(f"{r.egress_usd:,.2f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def run_sweep(
@@ -219,10 +341,13 @@ def run_sweep(
     knobs: dict[str, Any] | None = None,
     workers: int = 1,
     progress: bool | None = None,
+    tensorboard: bool = True,
 ) -> ExperimentOutcome:
     """One of the paper's sensitivity sweeps (``kind`` in :data:`SWEEPS`): every policy and seed
-    at every value; writes ``sweep-{kind}-runs.csv``, ``-summary.csv``, ``.json`` and ``.png``.
-    ``knobs`` are load_scenario keywords applied to every run (``admission``,
+    at every value; writes ``sweep-{kind}-runs.csv``, ``-summary.csv``, ``.json``, ``.png`` and
+    (``tensorboard``) ``tb/sweep-{kind}/<scenario>/<policy>/<knob>=<value>/`` event files: one
+    HParams session per policy and value, the knob an hparam, with ``sweep/*`` means over the
+    seeds. ``knobs`` are load_scenario keywords applied to every run (``admission``,
     ``ignore_memory``, ``prices``, ``start_hour``, ``egress_usd_per_gb``, ``load``). The
     egress charge is reported at every value when it is on at any (:func:`egress_charged`)."""
     if kind not in SWEEPS:
@@ -293,4 +418,15 @@ def run_sweep(
         )
     except BacepipeError as err:
         outcome.warnings.append(str(err))
+    if tensorboard:
+        # The swept value is an hparam of its own session, not a step: TensorBoard's HParams
+        # table and scatter plots then draw each metric against the knob, unsmoothed.
+        root = _experiment_dir(out / "tb", stem, scenario)
+        _clear_events(out / "tb", root, stem)
+        shared = _hparams(stem, scenario, ref, seeds, knobs)
+        for v in vals:
+            at_v = [r for r in runs if r.spec.tag["value"] == v]
+            outcome.files.extend(
+                _write_sessions(root, stem, "sweep", shared, at_v, stats[v], ref, (knob, v))
+            )
     return outcome

@@ -1,4 +1,5 @@
-"""Mean and Student-t confidence intervals over seeds, without scipy."""
+"""Mean and Student-t confidence intervals over seeds, the interquartile mean and bootstrap
+intervals over (training seed, episode) tables, without scipy."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Estimate", "estimate", "t_quantile_975"]
+import numpy as np
+
+__all__ = [
+    "Estimate",
+    "bootstrap_ci",
+    "estimate",
+    "iqm",
+    "paired_ratio_ci",
+    "t_quantile_975",
+]
 
 # Two-sided 95% Student-t critical values t_{0.975, df} for df = 1..30.
 _T975 = (
@@ -52,3 +62,61 @@ def estimate(values: Sequence[float]) -> Estimate:
         return Estimate(mean, math.nan, 1)
     var = math.fsum((v - mean) ** 2 for v in values) / (n - 1)
     return Estimate(mean, t_quantile_975(n - 1) * math.sqrt(var / n), n)
+
+
+def iqm(values: Sequence[float] | np.ndarray) -> float:
+    """The interquartile mean: the mean of the middle half of the sorted values (a quarter
+    of them, rounded down, cut from each end; the 25% trimmed mean rliable reports)."""
+    x = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    if x.size == 0:
+        raise ValueError("no values to take the interquartile mean of")
+    cut = x.size // 4
+    return float(x[cut : x.size - cut].mean())
+
+
+def _draw(shape: tuple[int, ...], rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column indices that resample a (training seed, episode) table with
+    replacement on both axes: the seeds are runs of one recipe, the episodes held-out draws."""
+    return rng.integers(0, shape[0], shape[0]), rng.integers(0, shape[1], shape[1])
+
+
+def bootstrap_ci(
+    table: Sequence[Sequence[float]] | np.ndarray,
+    statistic: str = "mean",
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """``(point, low, high)``: ``statistic`` (``"mean"`` or ``"iqm"``) of a (training seed,
+    episode) table (one row for a heuristic) and its 95% percentile-bootstrap interval."""
+    x = np.asarray(table, dtype=np.float64)
+    x = x.reshape(1, -1) if x.ndim == 1 else x
+    stat = iqm if statistic == "iqm" else (lambda a: float(np.mean(a)))
+    if statistic not in ("mean", "iqm"):
+        raise ValueError(f"statistic must be mean or iqm, got {statistic!r}")
+    rng = np.random.default_rng(seed)
+    draws = np.array([stat(x[np.ix_(*_draw(x.shape, rng))]) for _ in range(n_boot)])
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return stat(x), float(low), float(high)
+
+
+def paired_ratio_ci(
+    table: Sequence[Sequence[float]] | np.ndarray,
+    reference: Sequence[float] | np.ndarray,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """``(point, low, high)`` of ``mean(table) / mean(reference)``, the policy's mean over
+    its (training seed, episode) table against a reference's over the same episodes, with a
+    95% percentile-bootstrap interval that resamples the episodes in pairs (and the seeds)."""
+    x = np.asarray(table, dtype=np.float64)
+    x = x.reshape(1, -1) if x.ndim == 1 else x
+    ref = np.asarray(reference, dtype=np.float64).ravel()
+    if ref.size != x.shape[1]:
+        raise ValueError("the reference needs one value per episode of the table")
+    rng = np.random.default_rng(seed)
+    draws = np.empty(n_boot)
+    for i in range(n_boot):
+        rows, cols = _draw(x.shape, rng)
+        draws[i] = x[np.ix_(rows, cols)].mean() / ref[cols].mean()
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return float(x.mean() / ref.mean()), float(low), float(high)

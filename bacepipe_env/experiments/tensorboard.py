@@ -1,20 +1,32 @@
-"""A minimal TensorBoard event-file writer for scalars and text (no tensorflow, no torch).
+"""A minimal TensorBoard event-file writer (no tensorflow, no torch, no tensorboard).
 
 TensorBoard reads TFRecord files of serialized ``Event`` protocol buffers; the few fields a
-scalar or a text summary needs are encoded here by hand. Files it writes read back with
-``tensorboard.backend.event_processing.event_accumulator.EventAccumulator``.
+scalar, a text summary, an HParams session (``tensorboard.plugins.hparams``) and a
+custom-scalars layout (``tensorboard.plugins.custom_scalar``) need are encoded here by hand,
+so the simulator's experiments log without the ``train`` extra. Files it writes read back
+with ``tensorboard.backend.event_processing.event_accumulator.EventAccumulator``.
+
+:func:`run_component` keeps run-folder names short enough for TensorBoard's sidebar.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
+import re
 import socket
 import struct
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["ScalarWriter"]
+__all__ = ["MAX_RUN_COMPONENT", "Category", "Chart", "ScalarWriter", "run_component"]
+
+#: The longest run-folder name (one path component) TensorBoard's sidebar shows uncut.
+MAX_RUN_COMPONENT = 30
 
 
 def _crc32c_table() -> list[int]:
@@ -77,14 +89,105 @@ def _scalar_value(tag: str, value: float) -> bytes:
     return _bytes_field(1, _bytes_field(1, tag.encode()) + _key(2, 5) + struct.pack("<f", value))
 
 
-def _text_value(tag: str, text: str) -> bytes:
-    # Summary.Value{tag = 1, metadata = 9 {plugin_data = 1 {plugin_name = 1: "text"}},
-    #               tensor = 8 {dtype = 1: DT_STRING (7), tensor_shape = 2 {}, string_val = 8}}
-    metadata = _bytes_field(1, _bytes_field(1, b"text"))
-    tensor = _key(1, 0) + _varint(7) + _bytes_field(2, b"") + _bytes_field(8, text.encode())
+def _plugin_value(tag: str, plugin: str, tensor: bytes, content: bytes = b"") -> bytes:
+    # Summary.Value{tag = 1, tensor = 8,
+    #               metadata = 9 {plugin_data = 1 {plugin_name = 1, content = 2}}}
+    plugin_data = _bytes_field(1, plugin.encode())
+    if content:
+        plugin_data += _bytes_field(2, content)
     return _bytes_field(
-        1, _bytes_field(1, tag.encode()) + _bytes_field(9, metadata) + _bytes_field(8, tensor)
+        1,
+        _bytes_field(1, tag.encode())
+        + _bytes_field(9, _bytes_field(1, plugin_data))
+        + _bytes_field(8, tensor),
     )
+
+
+def _string_tensor(payload: bytes) -> bytes:
+    # TensorProto{dtype = 1: DT_STRING (7), tensor_shape = 2 {} (a scalar), string_val = 8}
+    return _key(1, 0) + _varint(7) + _bytes_field(2, b"") + _bytes_field(8, payload)
+
+
+#: TensorProto{dtype: DT_FLOAT (1), tensor_shape {dim {size: 0}}}: the empty tensor the HParams
+#: plugin's own summaries carry (everything is in the metadata).
+_NULL_TENSOR = _key(1, 0) + _varint(1) + _bytes_field(2, _bytes_field(2, b""))
+
+
+def _text_value(tag: str, text: str) -> bytes:
+    return _plugin_value(tag, "text", _string_tensor(text.encode()))
+
+
+def _double(field: int, value: float) -> bytes:
+    return _key(field, 1) + struct.pack("<d", value)
+
+
+def _proto_value(value: str | bool | float) -> bytes:
+    # google.protobuf.Value{number_value = 2 (double), string_value = 3, bool_value = 4}
+    if isinstance(value, bool):
+        return _key(4, 0) + _varint(int(value))
+    if isinstance(value, str):
+        return _bytes_field(3, value.encode())
+    return _double(2, float(value))
+
+
+def _hparams_values(hparams: Mapping[str, str | bool | float], start: float) -> list[bytes]:
+    # HParamsPluginData{version = 1: 0, session_start_info = 3, session_end_info = 4}
+    # SessionStartInfo{hparams = 1 (map<string, Value>), start_time_secs = 5}
+    entries = b"".join(
+        _bytes_field(1, _bytes_field(1, k.encode()) + _bytes_field(2, _proto_value(v)))
+        for k, v in hparams.items()
+    )
+    start_info = _bytes_field(3, entries + _double(5, start))
+    # SessionEndInfo{status = 1: STATUS_SUCCESS (1), end_time_secs = 2}
+    end_info = _bytes_field(4, _key(1, 0) + _varint(1) + _double(2, time.time()))
+    return [
+        _plugin_value("_hparams_/session_start_info", "hparams", _NULL_TENSOR, start_info),
+        _plugin_value("_hparams_/session_end_info", "hparams", _NULL_TENSOR, end_info),
+    ]
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A custom-scalars chart: one line per (run, tag) whose tag matches one of ``tags``
+    (regular expressions, searched as TensorBoard does)."""
+
+    title: str
+    tags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Category:
+    """A collapsible section of the custom-scalars dashboard; categories of the same title
+    from several runs are merged by TensorBoard."""
+
+    title: str
+    charts: tuple[Chart, ...]
+    closed: bool = False
+
+
+def _layout(categories: Sequence[Category]) -> bytes:
+    # Layout{category = 2 {title = 1, chart = 2 {title = 1, multiline = 2 {tag = 1}}, closed = 3}}
+    out = b""
+    for cat in categories:
+        body = _bytes_field(1, cat.title.encode())
+        for chart in cat.charts:
+            lines = b"".join(_bytes_field(1, t.encode()) for t in chart.tags)
+            body += _bytes_field(2, _bytes_field(1, chart.title.encode()) + _bytes_field(2, lines))
+        if cat.closed:
+            body += _key(3, 0) + _varint(1)
+        out += _bytes_field(2, body)
+    return out
+
+
+def run_component(text: str, limit: int = MAX_RUN_COMPONENT) -> str:
+    """``text`` as one short run-folder name: characters other than letters, digits and
+    ``._+=-`` become ``-``, and a name longer than ``limit`` keeps its head and a 5-digit
+    digest of the whole, so two long names stay apart (``a-very-long-...~1f2e3``)."""
+    name = re.sub(r"[^A-Za-z0-9._+=-]+", "-", text).strip("-.") or "run"
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha1(text.encode()).hexdigest()[:5]
+    return f"{name[: limit - 6].rstrip('-.')}~{digest}"
 
 
 class ScalarWriter:
@@ -128,6 +231,29 @@ class ScalarWriter:
     def add_text(self, tag: str, text: str, step: int = 0) -> None:
         """Record a (markdown) text summary, shown in TensorBoard's Text tab."""
         self._write(_event(time.time(), int(step), summary=_text_value(tag, text)))
+
+    def add_hparams(
+        self, hparams: Mapping[str, str | bool | float | None], start_time: float | None = None
+    ) -> None:
+        """Make this run one HParams session (a row of TensorBoard's HParams table) with these
+        hyperparameter values, started at ``start_time`` and finished now. The table's metric
+        columns are the run's scalars (their last values); ``None`` and NaN values are left
+        out, as the plugin cannot show them."""
+        clean = {
+            k: v
+            for k, v in hparams.items()
+            if v is not None and not (isinstance(v, float) and math.isnan(v))
+        }
+        start = time.time() if start_time is None else start_time
+        for value in _hparams_values(clean, start):
+            self._write(_event(time.time(), 0, summary=value))
+
+    def add_custom_scalars(self, categories: Sequence[Category]) -> None:
+        """Record a layout for TensorBoard's Custom Scalars dashboard
+        (``#custom_scalars``); layouts of several runs are merged category by category."""
+        tensor = _string_tensor(_layout(categories))
+        value = _plugin_value("custom_scalars__config__", "custom_scalars", tensor)
+        self._write(_event(time.time(), 0, summary=value))
 
     def flush(self) -> None:
         """Push buffered events to disk."""

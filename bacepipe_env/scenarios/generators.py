@@ -1,5 +1,5 @@
 """Scenario generators: synthetic clusters around the paper's workload, a sampler over a
-scenario file, and the randomised generator behind ``GeoPipe-Random-v1``.
+scenario file, and the randomised generator behind ``GeoPipe-Random-v2``.
 
 A generator is any callable ``(numpy.random.Generator) -> Scenario`` with ``max_regions`` and
 ``max_jobs`` attributes; the Gymnasium environment calls it at every reset with its own
@@ -130,7 +130,7 @@ class RandomScenarioGenerator:
 
     ``carbon_range`` (gCO2e/kWh), when given, draws each region's flat carbon intensity
     uniformly in it, after every other draw, so that the episodes are otherwise those of the
-    default; by default regions carry none (0), as the registered ``GeoPipe-Random-v1`` keeps
+    default; by default regions carry none (0), as the registered ``GeoPipe-Random-v2`` keeps
     its episode stream. Every GPU holds ``gpu_memory_gb``. Unless ``ignore_memory``, a job's
     model is drawn only among the models whose memory floor fits in the episode's largest
     region, so that every registered policy (single-region LCF and LDF included) can start

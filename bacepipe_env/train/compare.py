@@ -4,20 +4,23 @@
 
 (from a checkout also ``python -m train.compare ...``, the same command).
 
-For every learned run under ``--logdir`` (a folder with a ``config.json`` written by
-``train.learn``) this evaluates each heuristic policy on the *same* held-out set (environment
-id, settings and reset seeds) and writes its ``eval/avg_jct_h``, ``eval/total_cost_usd`` and
-``eval/return`` at the training steps where the learned run was evaluated, as a run of its
-own: ``{logdir}/heuristic__{policy}__{env}``. ``tensorboard --logdir runs/`` then draws the
-heuristics as flat lines through the learning curves. Hyperparameters go in as text and as
-TensorBoard hparams. A table of the latest evaluations is printed and saved as
-``{logdir}/comparison.csv``.
+The learned runs under ``--logdir`` are the folders with a ``config.json`` written by
+``train.learn``, at any depth (``--run-name learned/geopipe/mppo-s0`` nests one). For each
+(environment, held-out set) among them this evaluates every heuristic policy once on exactly
+those episodes, however many learned runs share them, and writes its ``eval/avg_jct_h``,
+``eval/total_cost_usd``, ``eval/carbon_kg`` and ``eval/return`` at every step where one of
+those runs was evaluated, as a run of its own: ``{logdir}/heuristics/{env}/{policy}``. Each
+heuristic run is an HParams session (``algo`` = ``heuristic``) beside the learned runs', and
+carries a custom-scalars layout that draws the learned curves and the heuristics' flat lines
+on one chart per metric (TensorBoard's Custom Scalars tab). A table of the latest evaluations
+is printed and saved as ``{logdir}/comparison.csv``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import sys
@@ -27,24 +30,70 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-from tensorboard.plugins.hparams import summary_v2 as hp_summary
 
 from ..envs.agents import evaluate, make_agent
 from ..errors import BacepipeError
 from ..experiments.stats import estimate
-from ..experiments.tensorboard import ScalarWriter
+from ..experiments.tensorboard import Category, Chart, ScalarWriter, run_component
+from .config import env_slug
 from .sb3 import load_agent
 
-__all__ = ["HEURISTICS", "compare", "learned_runs", "main"]
+__all__ = ["HEURISTICS", "HEURISTICS_DIR", "LAYOUT", "compare", "learned_runs", "main"]
 
 HEURISTICS = ("bace-pipe", "fcfs", "sjf", "lcf", "ldf", "cr-lcf", "cr-ldf")
 _TAGS = ("avg_jct_h", "total_cost_usd", "carbon_kg", "return")
+#: The folder (under ``--logdir``) of the heuristic runs; train.compare owns it.
+HEURISTICS_DIR = "heuristics"
+
+#: GeoPipeEnv settings that change what an agent observes but not the episodes a heuristic
+#: plays (it reads the queue snapshot and never plays an illegal action), so learned runs that
+#: differ only in them share one set of heuristic runs.
+_OBSERVATION_ONLY = frozenset(
+    {
+        "observation",
+        "scales",
+        "preview",
+        "grid_features",
+        "fault_features",
+        "running_features",
+        "render_mode",
+        "illegal_action",
+    }
+)
+
+#: The custom-scalars layout: one chart per metric of the held-out evaluations, each with the
+#: learned runs' curves and the heuristics' flat lines (carbon only where it was logged).
+LAYOUT = (
+    Category(
+        "Held-out episodes: learned runs and heuristics",
+        (
+            Chart("average JCT (h)", (r"^eval/avg_jct_h$",)),
+            Chart("electricity cost ($)", (r"^eval/total_cost_usd$",)),
+            Chart("carbon (kg CO2e)", (r"^eval/carbon_kg$",)),
+            Chart("episode return", (r"^eval/return$",)),
+        ),
+    ),
+)
+
+_Key = tuple[str, str, tuple[int, ...]]  # env id, episode-relevant settings (JSON), seeds
+
+
+def _layout(logged: list[str]) -> list[Category]:
+    """:data:`LAYOUT` without the charts of metrics that were not logged."""
+    wanted = {f"^eval/{tag}$" for tag in logged}
+    return [
+        Category(cat.title, tuple(c for c in cat.charts if set(c.tags) <= wanted), cat.closed)
+        for cat in LAYOUT
+    ]
 
 
 def learned_runs(logdir: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Runs written by train.learn under ``logdir``, with their saved configs."""
+    """Runs written by train.learn under ``logdir`` (at any depth, not inside the heuristics'
+    folder), with their saved configs."""
     runs = []
-    for cfg in sorted(logdir.glob("*/config.json")):
+    for cfg in sorted(logdir.rglob("config.json")):
+        if cfg.relative_to(logdir).parts[0] == HEURISTICS_DIR:
+            continue
         data = json.loads(cfg.read_text())
         if "algo" in data and "env_id" in data:
             runs.append((cfg.parent, data))
@@ -59,38 +108,63 @@ def _eval_steps(run_dir: Path) -> list[int]:
     return sorted({e.step for e in acc.Scalars("eval/avg_jct_h")})
 
 
-def _env_tag(env_id: str) -> str:
-    return env_id.split("/")[-1].removesuffix("-v1").lower()
+def _episode_settings(env_kwargs: dict[str, Any]) -> str:
+    """The settings that decide a heuristic's episodes, as a canonical JSON key."""
+    kept = {k: v for k, v in env_kwargs.items() if k not in _OBSERVATION_ONLY}
+    return json.dumps(kept, sort_keys=True)
+
+
+def _env_names(keys: list[_Key]) -> dict[_Key, str]:
+    """A short folder per (environment, held-out set): the id's slug (``geopipe``), with the
+    held-out seeds (``-s1000000x10``) when sets of one slug differ in them, and a digest of
+    the settings when that is still not enough."""
+    names: dict[_Key, str] = {}
+    for key in keys:
+        slug = env_slug(key[0])
+        same = [k for k in keys if env_slug(k[0]) == slug]
+        names[key] = slug
+        if len({k[2] for k in same}) > 1:
+            names[key] += f"-s{key[2][0]}x{len(key[2])}"
+    for key, name in list(names.items()):
+        if list(names.values()).count(name) > 1:
+            names[key] = name + "-" + hashlib.sha1(repr(key).encode()).hexdigest()[:4]
+    return {k: run_component(v) for k, v in names.items()}
+
+
+def _clear_heuristics(logdir: Path) -> None:
+    """Remove the heuristic runs an earlier compare wrote, so that the folder holds this
+    comparison's only (a re-run replaces them instead of doubling every point); also the
+    ``heuristic__<policy>__<env>`` folders of the earlier flat layout."""
+    old = [*(logdir / HEURISTICS_DIR).rglob("events.out.tfevents.*")]
+    for folder in logdir.glob("heuristic__*"):
+        if folder.is_dir() and not (folder / "config.json").exists():
+            old += folder.glob("events.out.tfevents.*")
+    for path in old:
+        path.unlink()
+    folders = [*(logdir / HEURISTICS_DIR).rglob("*"), *logdir.glob("heuristic__*")]
+    for folder in sorted((d for d in folders if d.is_dir()), reverse=True):
+        if not any(folder.iterdir()):
+            folder.rmdir()
 
 
 def compare(
     logdir: Path, policies: list[str], env_id: str | None = None, seeds: list[int] | None = None
 ) -> list[dict[str, Any]]:
-    """Write the heuristic runs and return one summary row per (environment, policy)."""
-    groups: dict[tuple[str, str, tuple[int, ...]], dict[str, Any]] = {}
+    """Write the heuristic runs, once per (environment, held-out set), and return one summary
+    row per (environment, held-out set, policy) and per learned run."""
+    groups: dict[_Key, dict[str, Any]] = {}
     for run_dir, data in learned_runs(logdir):
-        key = (
-            data["env_id"],
-            json.dumps(data["env_kwargs"], sort_keys=True),
-            tuple(data["eval_seeds"]),
-        )
+        key = (data["env_id"], _episode_settings(data["env_kwargs"]), tuple(data["eval_seeds"]))
         g = groups.setdefault(key, {"runs": [], "steps": set()})
         g["runs"].append((run_dir, data))
         g["steps"].update(_eval_steps(run_dir))
     if env_id is not None:
         key = (env_id, json.dumps({}), tuple(seeds or range(1_000_000, 1_000_010)))
         groups.setdefault(key, {"runs": [], "steps": {0}})
+    _clear_heuristics(logdir)
+    names = _env_names(list(groups))
     rows = []
-    tags = [_env_tag(gid) for gid, _, _ in groups]
     for (gid, kw_json, eval_seeds), group in groups.items():
-        # Runs of one environment with different settings or held-out sets get their own
-        # heuristic runs, named apart, instead of overwriting each other.
-        env_tag = _env_tag(gid)
-        if tags.count(env_tag) > 1:
-            env_tag += f"__eval{eval_seeds[0]}x{len(eval_seeds)}"
-            same = [k for k in groups if _env_tag(k[0]) == _env_tag(gid) and k[2] == eval_seeds]
-            if len(same) > 1:
-                env_tag += f"__settings{same.index((gid, kw_json, eval_seeds))}"
         env_kwargs = json.loads(kw_json)
         steps = sorted(group["steps"]) or [0]
         for policy in policies:
@@ -104,25 +178,28 @@ def compare(
                 "carbon_kg": [r.carbon_kg for r in results],
                 "return": [r.episode_return for r in results],
             }
-            run = logdir / f"heuristic__{policy}__{env_tag}"
-            for old in run.glob("events.out.tfevents.*"):
-                old.unlink()
-            with ScalarWriter(run) as writer:
-                hparams = {
+            # An environment without carbon figures gets no carbon line (nor chart).
+            logged = [t for t in _TAGS if not any(math.isnan(v) for v in values[t])]
+            run = logdir / HEURISTICS_DIR / names[(gid, kw_json, eval_seeds)]
+            with ScalarWriter(run / run_component(policy)) as writer:
+                hparams: dict[str, str | float] = {
+                    "algo": "heuristic",
                     "policy": policy,
                     "env_id": gid,
                     "placement": agent.placement,
                     "n_eval": len(eval_seeds),
                     "eval_seed": int(eval_seeds[0]),
                 }
-                writer.add_summary(hp_summary.hparams_pb(hparams).SerializeToString())
+                writer.add_hparams(hparams)
                 writer.add_text(
                     "hparams_text",
                     "| parameter | value |\n|---|---|\n"
                     + "\n".join(f"| {k} | {v} |" for k, v in hparams.items()),
                 )
+                writer.add_custom_scalars(_layout(logged))
+                # The constant at every learned evaluation step: a flat line across the curves.
                 for step in steps:
-                    for tag in _TAGS:
+                    for tag in logged:
                         writer.add_scalar(f"eval/{tag}", float(np.mean(values[tag])), step)
             jct, cost = estimate(values["avg_jct_h"]), estimate(values["total_cost_usd"])
             carbon = estimate(values["carbon_kg"])
@@ -141,15 +218,15 @@ def compare(
                 }
             )
         for run_dir, data in group["runs"]:
-            row = _learned_row(run_dir, data)
+            row = _learned_row(logdir, run_dir, data)
             if row is not None:
                 rows.append(row)
     return rows
 
 
-def _learned_row(run_dir: Path, data: dict[str, Any]) -> dict[str, Any] | None:
+def _learned_row(logdir: Path, run_dir: Path, data: dict[str, Any]) -> dict[str, Any] | None:
     """The run's final model on the held-out set, per episode (so with a CI), or None when
-    the run has not saved a model yet."""
+    the run has not saved a model yet; named ``learned:<run folder under logdir>``."""
     model = run_dir / "model.zip"
     if not model.is_file():
         return None
@@ -161,7 +238,7 @@ def _learned_row(run_dir: Path, data: dict[str, Any]) -> dict[str, Any] | None:
     carbon = estimate([r.carbon_kg for r in results])
     return {
         "env_id": data["env_id"],
-        "policy": f"learned:{run_dir.name}",
+        "policy": f"learned:{run_dir.relative_to(logdir).as_posix()}",
         "n_eval": len(results),
         "avg_jct_h": jct.mean,
         "avg_jct_h_ci95": jct.ci95,

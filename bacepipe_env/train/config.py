@@ -13,16 +13,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-__all__ = ["TrainConfig", "parse_config"]
+from ..envs.registration import env_slug  # re-exported: the run folders' env names
+
+__all__ = ["TrainConfig", "env_slug", "parse_config"]
 
 
 @dataclass
 class TrainConfig:
     """Everything a training run depends on. Defaults suit a few-minute MaskablePPO run on
-    GeoPipe-v1 on two CPU cores."""
+    GeoPipe-v2 on two CPU cores."""
 
     algo: str = "maskable_ppo"  # maskable_ppo | ppo | dqn
-    env_id: str = "bacepipe_env/GeoPipe-v1"
+    policy: str = "mlp"  # mlp (net_arch) | slot (a shared per-slot scorer, MaskablePPO only)
+    env_id: str = "bacepipe_env/GeoPipe-v2"
     env_kwargs: dict[str, Any] = field(default_factory=dict)  # GeoPipeEnv overrides
     total_timesteps: int = 20_000
     n_envs: int = 2  # SubprocVecEnv workers (1: in-process)
@@ -35,6 +38,7 @@ class TrainConfig:
     gae_lambda: float = 0.95
     ent_coef: float = 0.01
     net_arch: list[int] = field(default_factory=lambda: [64, 64])
+    slot_hidden: int = 64  # the slot policy's layer width
     buffer_size: int = 50_000  # DQN
     learning_starts: int = 1_000  # DQN
     exploration_fraction: float = 0.3  # DQN
@@ -51,6 +55,10 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.algo not in ("maskable_ppo", "ppo", "dqn"):
             raise ValueError(f"algo must be maskable_ppo, ppo or dqn, got {self.algo!r}")
+        if self.policy not in ("mlp", "slot"):
+            raise ValueError(f"policy must be mlp or slot, got {self.policy!r}")
+        if self.policy == "slot" and (self.algo != "maskable_ppo" or self.observation != "dict"):
+            raise ValueError("policy slot needs algo maskable_ppo on the dict observation")
         for name in (
             "total_timesteps",
             "n_envs",
@@ -61,6 +69,7 @@ class TrainConfig:
             "n_eval",
             "checkpoint_freq",
             "torch_threads",
+            "slot_hidden",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -81,8 +90,8 @@ class TrainConfig:
 
     def default_run_name(self) -> str:
         """``{scenario}__{algo}__{seed}__{time}`` (CleanRL style)."""
-        scenario = self.env_id.split("/")[-1].removesuffix("-v1").lower()
-        return f"{scenario}__{self.algo}__{self.seed}__{time.strftime('%Y%m%d-%H%M%S')}"
+        slug, stamp = env_slug(self.env_id), time.strftime("%Y%m%d-%H%M%S")
+        return f"{slug}__{self.algo}__{self.seed}__{stamp}"
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -103,7 +112,10 @@ _HELP = {
     "gamma": "discount; 1.0 makes the return exactly the objective",
     "gae_lambda": "PPO GAE lambda",
     "ent_coef": "PPO entropy bonus",
-    "net_arch": "hidden layer sizes, comma-separated",
+    "net_arch": "hidden layer sizes of the mlp policy, comma-separated",
+    "policy": "mlp (a flat MLP over the observation) or slot (one shared scorer per queue "
+    "slot, permutation-equivariant; maskable_ppo)",
+    "slot_hidden": "width of the slot policy's layers",
     "buffer_size": "DQN replay buffer size",
     "learning_starts": "DQN steps before learning starts",
     "exploration_fraction": "DQN share of training with decaying epsilon",

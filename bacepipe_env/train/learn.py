@@ -69,6 +69,7 @@ class HeldOutEval(BaseCallback):
         self.seeds = eval_seeds(cfg)
         self.last_eval = -1
         self.history: list[dict[str, float]] = []
+        self.on_policy = cfg.algo != "dqn"  # PPO-style: updates between rollouts
 
     def _on_training_start(self) -> None:
         hp = {
@@ -94,11 +95,19 @@ class HeldOutEval(BaseCallback):
             self.last_eval = _last_eval_step(self.run_dir / "eval.csv", self.num_timesteps)
 
     def _on_step(self) -> bool:
-        if self.num_timesteps - max(self.last_eval, 0) >= self.cfg.eval_freq:
-            self.evaluate()
+        if not self.on_policy and self.num_timesteps - max(self.last_eval, 0) >= self.cfg.eval_freq:
+            self.evaluate()  # DQN updates as it steps: any step is between updates
         return True
 
+    def _on_rollout_start(self) -> None:
+        # PPO updates after each rollout: evaluate here, on the model an update just made, so
+        # that every row of eval.csv is a model that was (or could have been) saved
+        if self.on_policy and self.num_timesteps - max(self.last_eval, 0) >= self.cfg.eval_freq:
+            self.evaluate()
+
     def _on_training_end(self) -> None:
+        # the model saved as model.zip: PPO's last evaluation was at a rollout start, before
+        # the last update; DQN's may have been at this very step
         if self.last_eval != self.num_timesteps:
             self.evaluate()
 
@@ -166,14 +175,20 @@ class ProgressBar(BaseCallback):
 
 def _build_model(cfg: TrainConfig, venv: Any) -> Any:
     cls = algo_class(cfg.algo)
-    policy = "MultiInputPolicy" if cfg.observation == "dict" else "MlpPolicy"
+    policy: Any = "MultiInputPolicy" if cfg.observation == "dict" else "MlpPolicy"
+    policy_kwargs: dict[str, Any] = {"net_arch": list(cfg.net_arch)}
+    if cfg.policy == "slot":
+        from .slot import SlotPolicy
+
+        policy = SlotPolicy
+        policy_kwargs = {"features_extractor_kwargs": {"hidden": cfg.slot_hidden}}
     common: dict[str, Any] = {
         "learning_rate": cfg.learning_rate,
         "gamma": cfg.gamma,
         "seed": cfg.seed,
         "device": "cpu",
         "verbose": 0,
-        "policy_kwargs": {"net_arch": list(cfg.net_arch)},
+        "policy_kwargs": policy_kwargs,
     }
     if cfg.algo == "dqn":
         return cls(

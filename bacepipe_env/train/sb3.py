@@ -17,7 +17,15 @@ from typing import Any
 import numpy as np
 
 from ..errors import BacepipeError
-from ..learned import INSTALL_HINT, LAYOUT_KEYS, layout_kwargs, register_learned_loader
+from ..learned import (
+    INSTALL_HINT,
+    LAYOUT_KEYS,
+    PRETRAINED,
+    layout_kwargs,
+    pretrained_dir,
+    pretrained_names,
+    register_learned_loader,
+)
 
 __all__ = [
     "ALGOS",
@@ -28,6 +36,7 @@ __all__ = [
     "is_learned_spec",
     "layout_kwargs",
     "load_agent",
+    "load_pretrained",
     "register",
 ]
 
@@ -45,8 +54,9 @@ class AgentLoadError(BacepipeError):
 
 
 def is_learned_spec(name: str) -> bool:
-    """True for ``algo:path`` policy names such as ``ppo:runs/x/model.zip``."""
-    return ":" in name and name.split(":", 1)[0] in ALGOS
+    """True for ``algo:path`` policy names such as ``ppo:runs/x/model.zip`` and for
+    ``pretrained:<slug>``."""
+    return ":" in name and name.split(":", 1)[0] in (*ALGOS, PRETRAINED)
 
 
 def algo_class(algo: str) -> Any:
@@ -152,8 +162,28 @@ def _run_settings_near(path: Path) -> tuple[str, dict[str, Any]]:
     return "", {}
 
 
+def load_pretrained(spec: str) -> SB3Agent:
+    """``pretrained:<env slug>`` -> the agent shipped in the package for that env (its
+    ``<slug>.json`` says how it was trained, the environment settings included)."""
+    slug = spec.split(":", 1)[1]
+    if slug not in pretrained_names():
+        shipped = ", ".join(pretrained_names()) or "none"
+        raise AgentLoadError(f"no pretrained agent {slug!r}; shipped: {shipped}")
+    folder = pretrained_dir()
+    try:
+        meta = json.loads((folder / f"{slug}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise AgentLoadError(f"cannot read the pretrained agent {slug}'s settings: {err}") from None
+    kwargs = {"env_id": meta["env_id"], **meta.get("env_kwargs", {})}
+    agent = load_agent(f"{meta['algo']}:{folder / f'{slug}.zip'}", kwargs)
+    agent.name = spec
+    return agent
+
+
 def register() -> None:
-    """Load every ``algo:path`` of :data:`ALGOS` with :func:`load_agent` (entry point of the
+    """Load every ``algo:path`` of :data:`ALGOS` with :func:`load_agent`, and
+    ``pretrained:<slug>`` with :func:`load_pretrained` (entry point of the
     ``bacepipe_env.agents`` group; idempotent)."""
     for algo in ALGOS:
         register_learned_loader(algo, load_agent)
+    register_learned_loader(PRETRAINED, load_pretrained)

@@ -107,7 +107,7 @@ def test_illegal_action_raise_mode():
 
 
 def test_gym_make_passes_illegal_action_raise():
-    env = gym.make("bacepipe_env/GeoPipe-Fig1-v1", illegal_action="raise")
+    env = gym.make("bacepipe_env/GeoPipe-Fig1-v2", illegal_action="raise")
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"legal actions now: \[0, 1\]"):
         env.step(3)
@@ -187,7 +187,7 @@ def test_observations_are_finite_and_order_one(env_id):
 
 
 def test_random_scenarios_are_padded_to_max_regions():
-    env = gym.make("bacepipe_env/GeoPipe-Random-v1")
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2")
     sizes = set()
     for seed in range(8):
         obs, _ = env.reset(seed=seed)
@@ -228,7 +228,7 @@ def _event_times(env):
 def test_decisions_come_at_once_or_at_the_next_event():
     """After a placement the next observation is at the same instant when a job can still be
     placed, otherwise at an event (arrival or completion)."""
-    env = gym.make("bacepipe_env/GeoPipe-Random-v1")
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2")
     u = env.unwrapped
     same_instant = later = 0
     for seed in range(8):
@@ -344,7 +344,7 @@ def test_wait_is_illegal_when_no_event_is_to_come():
 
 
 def test_wait_is_legal_exactly_while_an_event_is_to_come_and_advances_to_it():
-    env = gym.make("bacepipe_env/GeoPipe-Random-v1", allow_wait=True)
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True)
     u = env.unwrapped
     wait = u.max_queue
     waits = 0
@@ -470,7 +470,7 @@ def test_truncation_at_max_steps():
 def test_registered_step_limit_truncates(limit):
     """``max_episode_steps`` is Gymnasium's TimeLimit; ``max_steps`` (passed through to the env)
     still works too."""
-    env = gym.make("bacepipe_env/GeoPipe-v1", **{limit: 2})
+    env = gym.make("bacepipe_env/GeoPipe-v2", **{limit: 2})
     env.reset(seed=0)
     _, _, term, trunc, _ = env.step(0)
     assert not (term or trunc)

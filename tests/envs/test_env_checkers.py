@@ -29,17 +29,18 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*minimal resolution.*"),
 ]
 
-MODES = {
+MODES = {  # the ids wait by default: the no-wait modes take the action away
     "dict": {},
     "flat": {"observation": "flat"},
-    "dict+wait": {"allow_wait": True},
-    "flat+wait": {"observation": "flat", "allow_wait": True},
+    "masked": {"observation": "masked"},
+    "dict-nowait": {"allow_wait": False},
+    "flat-nowait": {"observation": "flat", "allow_wait": False},
 }
 EXPECTED_SCENARIO = {
-    "bacepipe_env/GeoPipe-v1": "paper",
-    "bacepipe_env/GeoPipe-Fig1-v1": "fig1",
-    "bacepipe_env/GeoPipe-Random-v1": "random",
-    "bacepipe_env/GeoPipe-Online-v0": "online",
+    "bacepipe_env/GeoPipe-v2": "paper",
+    "bacepipe_env/GeoPipe-Fig1-v2": "fig1",
+    "bacepipe_env/GeoPipe-Random-v2": "random",
+    "bacepipe_env/GeoPipe-Online-v1": "online",
 }
 
 
@@ -75,7 +76,8 @@ def test_registered_id_builds_its_scenario(env_id):
         isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env)
     )
     assert env.spec.max_episode_steps == MAX_EPISODE_STEPS[env_id]
-    assert env.action_space == gym.spaces.Discrete(env.unwrapped.max_queue)
+    # every id lets the agent wait: the last action
+    assert env.action_space == gym.spaces.Discrete(env.unwrapped.max_queue + 1)
     env.close()
 
 
@@ -86,16 +88,23 @@ def test_gymnasium_env_checker(env_id, mode):
     # The render check needs bacepipe_env.envs.render (tested in test_env_render.py and in
     # test_gymnasium_env_checker_full below); here the API alone.
     gym_check_env(env.unwrapped, skip_render_check=True)
-    n = env.unwrapped.max_queue + (1 if MODES[mode].get("allow_wait") else 0)
+    waits = MODES[mode].get("allow_wait", ENV_IDS[env_id]["allow_wait"])
+    n = env.unwrapped.max_queue + (1 if waits else 0)
     assert env.action_space == gym.spaces.Discrete(n)
-    if MODES[mode].get("observation") == "flat":
+    observation = MODES[mode].get("observation")
+    if observation == "flat":
         assert isinstance(env.observation_space, gym.spaces.Box)
         assert len(env.observation_space.shape) == 1
+    elif observation == "masked":  # RLlib's action-masking layout
+        assert set(env.observation_space.spaces) == {"observations", "action_mask"}
+        assert env.observation_space["action_mask"].shape == (n,)
     else:
         assert isinstance(env.observation_space, gym.spaces.Dict)
         grid = {"grid"} if ENV_IDS[env_id].get("grid_features") else set()
         if ENV_IDS[env_id].get("fault_features"):
             grid |= {"region_faults", "link_faults"}
+        if ENV_IDS[env_id].get("running_features"):
+            grid |= {"running", "release", "wait_preview"}
         assert set(env.observation_space.spaces) == {
             "regions",
             "bandwidth",
@@ -138,7 +147,7 @@ def test_registering_again_is_harmless():
     for env_id, spec in specs.items():
         assert gym.spec(env_id) is spec
         assert gym.spec(env_id).kwargs == ENV_IDS[env_id]
-    env = gym.make("bacepipe_env/GeoPipe-Fig1-v1")
+    env = gym.make("bacepipe_env/GeoPipe-Fig1-v2")
     obs, info = env.reset(seed=0)
     assert env.observation_space.contains(obs)
     assert info["action_mask"].any()
@@ -168,7 +177,7 @@ def test_make_with_module_prefix_in_a_fresh_process(tmp_path):
         import json, sys
         import gymnasium as gym
         assert "bacepipe_env" not in sys.modules
-        env = gym.make("bacepipe_env:bacepipe_env/GeoPipe-v1")
+        env = gym.make("bacepipe_env:bacepipe_env/GeoPipe-v2")
         obs, info = env.reset(seed=0)
         steps, done = 0, False
         while not done:
@@ -202,7 +211,7 @@ def test_make_vec_sync_in_a_fresh_process(tmp_path):
         import gymnasium as gym
         import numpy as np
         import bacepipe_env  # registers the ids
-        venv = gym.make_vec("bacepipe_env/GeoPipe-v1", num_envs=2, vectorization_mode="sync")
+        venv = gym.make_vec("bacepipe_env/GeoPipe-v2", num_envs=2, vectorization_mode="sync")
         obs, infos = venv.reset(seed=[0, 1])
         rng = np.random.default_rng(0)
         illegal = 0
@@ -226,7 +235,7 @@ def test_make_vec_sync_in_a_fresh_process(tmp_path):
         """,
         tmp_path,
     )
-    assert out["shapes"] == [[2, 16]]
+    assert out["shapes"] == [[2, 17]]  # 16 slots and the wait action
     assert out["illegal"] == 0
     assert out["episodes"] >= 2  # paper episodes are 8 steps: both envs finished some
     assert out["obs_ok"]

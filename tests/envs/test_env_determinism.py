@@ -87,7 +87,7 @@ def test_same_seed_same_actions_same_episode(env_id, variant):
 
 
 def test_reusing_one_env_with_the_same_seed_repeats_the_episode():
-    env = gym.make("bacepipe_env/GeoPipe-Random-v1", allow_wait=True)
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True)
     actions, first = _rollout(env, 5, rng_seed=1)
     _rollout(env, 6, rng_seed=2)  # something else in between
     _, again = _rollout(env, 5, actions=actions)
@@ -104,7 +104,7 @@ def _signature(scenario):
 
 
 def test_different_seeds_give_different_paper_scenarios():
-    env = gym.make("bacepipe_env/GeoPipe-v1")
+    env = gym.make("bacepipe_env/GeoPipe-v2")
     signatures = set()
     for seed in range(5):
         env.reset(seed=seed)
@@ -113,7 +113,7 @@ def test_different_seeds_give_different_paper_scenarios():
 
 
 def test_different_seeds_give_different_random_scenarios():
-    env = gym.make("bacepipe_env/GeoPipe-Random-v1")
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2")
     clusters = set()
     for seed in range(5):
         env.reset(seed=seed)
@@ -123,8 +123,8 @@ def test_different_seeds_give_different_random_scenarios():
 
 
 def test_unseeded_resets_follow_the_first_seed():
-    a = gym.make("bacepipe_env/GeoPipe-v1")
-    b = gym.make("bacepipe_env/GeoPipe-v1")
+    a = gym.make("bacepipe_env/GeoPipe-v2")
+    b = gym.make("bacepipe_env/GeoPipe-v2")
     a.reset(seed=11)
     b.reset(seed=11)
     for _ in range(4):
@@ -133,7 +133,7 @@ def test_unseeded_resets_follow_the_first_seed():
         assert _signature(a.unwrapped.scenario) == _signature(b.unwrapped.scenario)
 
 
-@pytest.mark.parametrize("env_id", ["bacepipe_env/GeoPipe-v1", "bacepipe_env/GeoPipe-Random-v1"])
+@pytest.mark.parametrize("env_id", ["bacepipe_env/GeoPipe-v2", "bacepipe_env/GeoPipe-Random-v2"])
 @pytest.mark.parametrize("wrapped", [False, True], ids=["unwrapped", "gym.make"])
 def test_pickled_env_continues_like_the_original(env_id, wrapped):
     env = gym.make(env_id, allow_wait=True)
@@ -183,7 +183,7 @@ def _pick_actions(masks, rng):
 
 
 def test_gymnasium_sync_vector_env():
-    env_id = "bacepipe_env/GeoPipe-Random-v1"
+    env_id = "bacepipe_env/GeoPipe-Random-v2"
     venv = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(2)])
     singles = [gym.make(env_id) for _ in range(2)]
     obs, infos = venv.reset(seed=[4, 5])
@@ -220,7 +220,7 @@ def test_sb3_subproc_vec_env_masks():
     torch.set_num_threads(1)
 
     def make():
-        return gym.make("bacepipe_env/GeoPipe-Random-v1", allow_wait=True)
+        return gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True)
 
     venv = SubprocVecEnv([make, make], start_method="fork")
     try:

@@ -1,6 +1,6 @@
 """An env episode played by a registered policy's agent reproduces the simulator run of that
 policy on the same scenario: same average JCT, same total cost, same placements (and, on
-GeoPipe-Online-v0's hourly tariff, the same emissions and every job record, bit for bit).
+GeoPipe-Online-v1's hourly tariff, the same emissions and every job record, bit for bit).
 
 ``run_episode(env, agent, seed)`` calls ``agent.reset(seed)``, which re-seeds the random
 ordering with ``numpy.random.default_rng(seed)`` whatever seed the agent was made with;
@@ -88,7 +88,7 @@ def test_agent_episode_equals_simulator_run(name, scenario, seed, knobs):
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("name", list(AGENT_PLACEMENTS))
 def test_agent_on_random_env_equals_simulator_run(name, seed):
-    env = gym.make("bacepipe_env/GeoPipe-Random-v1", **AGENT_ENV[name])
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", **AGENT_ENV[name])
     res = run_episode(env, make_agent(name), seed)
     scen = env.unwrapped.scenario
     assert scen.name == "random"
@@ -101,7 +101,7 @@ def test_equivalence_without_previews(name):
     """``preview=False``: every visible job is offered and a failed placement is retried at the
     next decision, as in the simulator's pass."""
     for seed in range(3):
-        env = gym.make("bacepipe_env/GeoPipe-Random-v1", **AGENT_ENV[name], preview=False)
+        env = gym.make("bacepipe_env/GeoPipe-Random-v2", **AGENT_ENV[name], preview=False)
         res = run_episode(env, make_agent(name), seed)
         _assert_same_run(env, res, make_policy(name, seed=seed).simulate(env.unwrapped.scenario))
 
@@ -210,8 +210,8 @@ def test_an_unbound_agent_without_info_says_how_to_bind_it():
     assert state is None and int(action) == 0
 
 
-# ------------------------------------------------------------------- GeoPipe-Online-v0
-ONLINE = "bacepipe_env/GeoPipe-Online-v0"
+# ------------------------------------------------------------------- GeoPipe-Online-v1
+ONLINE = "bacepipe_env/GeoPipe-Online-v1"
 # Orderings that always take the earliest candidate: a 16-slot window shows it, so they
 # reproduce the simulator however long the queue grows (the others need the window to cover it,
 # which the id's own window, the whole job budget, does).

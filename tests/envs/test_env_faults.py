@@ -45,8 +45,8 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*minimal resolution.*"),
 ]
 
-V1 = "bacepipe_env/GeoPipe-v1"
-ONLINE = "bacepipe_env/GeoPipe-Online-v0"
+V1 = "bacepipe_env/GeoPipe-v2"
+ONLINE = "bacepipe_env/GeoPipe-Online-v1"
 OUTAGE = ("EU-West", 10.0, 50.0)  # region 0 of both scenarios, hours
 LINK = ("US-East-2", "EA-East", 0.5, 5.0, 30.0)  # link 1 -> 3 at half capacity, hours
 FAULTS = {"outages": [OUTAGE], "link_changes": [LINK]}
@@ -87,7 +87,7 @@ def _play(env, seed, policy=_first_legal):
 
 # --------------------------------------------------------------------------- the table
 def test_fault_features_add_two_arrays_to_the_table():
-    assert OPTIONAL_FEATURES == ("grid_features", "fault_features")
+    assert OPTIONAL_FEATURES == ("grid_features", "fault_features", "running_features")
     assert feature("region_faults").enabled_by == feature("link_faults").enabled_by
     assert feature("region_faults").column_names == REGION_FAULT_FEATURES == ("down",)
     assert feature("link_faults").column_names == LINK_FAULT_LAYERS == ("capacity_factor",)
@@ -101,10 +101,10 @@ def test_fault_features_add_two_arrays_to_the_table():
 
 
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
-def test_the_v1_ids_keep_their_spaces_and_online_shows_faults(env_id):
-    """Off by default on the v1 ids (their spaces are those pretrained models were trained
-    on), on for Online-v0; ``fault_features=True`` turns the arrays on anywhere."""
-    online = env_id.endswith("Online-v0")
+def test_only_online_shows_faults_by_default(env_id):
+    """Off by default on the ids with a fault-free scenario, on for Online-v1;
+    ``fault_features=True`` turns the arrays on anywhere."""
+    online = env_id.endswith("Online-v1")
     assert ENV_IDS[env_id].get("fault_features", False) is online
     env = gym.make(env_id)
     assert env.unwrapped.fault_features is online
@@ -242,7 +242,7 @@ def _same_run(env, info, expected):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("name", list(AGENT_PLACEMENTS))
 def test_agents_equal_the_simulator_under_faults(name, seed):
-    """GeoPipe-v1 (8 jobs in a 16-slot window: it covers the queue, restarts included) with
+    """GeoPipe-v2 (8 jobs in a 16-slot window: it covers the queue, restarts included) with
     GPU failures and an outage."""
     env = gym.make(V1, **AGENT_ENV[name], fault_features=True, **FAILURES)
     agent = make_agent(name)

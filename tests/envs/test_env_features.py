@@ -60,6 +60,9 @@ def test_the_table_is_well_formed():
         "grid",
         "region_faults",
         "link_faults",
+        "running",
+        "release",
+        "wait_preview",
     ]
     for f in FEATURES:
         assert f.description and callable(f.encode)
@@ -77,11 +80,14 @@ def test_the_table_is_well_formed():
 
 
 def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf():
-    assert OPTIONAL_FEATURES == ("grid_features", "fault_features")
+    assert OPTIONAL_FEATURES == ("grid_features", "fault_features", "running_features")
     assert [(f.name, f.enabled_by) for f in FEATURES if f.enabled_by] == [
         ("grid", "grid_features"),
         ("region_faults", "fault_features"),
         ("link_faults", "fault_features"),
+        ("running", "running_features"),
+        ("release", "running_features"),
+        ("wait_preview", "running_features"),
     ]
     assert feature("grid").column_names == GRID_FEATURES == ("price_now", "carbon_now")
     lows = {(f.name, c.name): c.low for f in FEATURES for c in f.columns}
@@ -155,7 +161,7 @@ def test_the_encoder_runs_the_tables_functions():
     """Each array of the observation is what the table's function computes on the decision."""
     from bacepipe_env.envs.features import Decision
 
-    env = GeoPipeEnv("paper", grid_features=True, fault_features=True)
+    env = GeoPipeEnv("paper", grid_features=True, fault_features=True, running_features=True)
     obs, _ = env.reset(seed=3)
     obs, *_ = env.step(0)
     d = Decision(env.sim, env.queue_snapshot, env.previewer(env.sim, env.queue_snapshot.job_ids))

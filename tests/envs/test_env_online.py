@@ -1,4 +1,4 @@
-"""GeoPipe-Online-v0: the ``online`` scenario (hourly 2023 prices and carbon, Philly arrivals,
+"""GeoPipe-Online-v1: the ``online`` scenario (hourly 2023 prices and carbon, Philly arrivals,
 500 jobs, a random start hour) with the ``grid`` observation.
 
 The ``grid`` golden values are computed here from the shipped CSV and the scenario file, read
@@ -38,7 +38,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*minimal resolution.*"),
 ]
 
-ONLINE = "bacepipe_env/GeoPipe-Online-v0"
+ONLINE = "bacepipe_env/GeoPipe-Online-v1"
 H = 3600.0
 NEGATIVE_HOUR = 4380  # 2023-07-02T12:00Z: DE-LU's day-ahead price is far below zero
 PRICE, CARBON = GRID_FEATURES.index("price_now"), GRID_FEATURES.index("carbon_now")
@@ -84,6 +84,8 @@ def test_online_is_registered_with_grid_features_and_a_distant_step_limit():
         "max_queue": None,
         "grid_features": True,
         "fault_features": True,
+        "allow_wait": True,
+        "running_features": True,
     }
     assert MAX_EPISODE_STEPS[ONLINE] >= 100 * 500  # far beyond the 500-job episode
     env = gym.make(ONLINE)
@@ -91,13 +93,13 @@ def test_online_is_registered_with_grid_features_and_a_distant_step_limit():
     u = env.unwrapped
     assert u.grid_features and u.max_queue == 500 and u.max_regions == 6  # the job budget
     assert env.observation_space["grid"].shape == (6, 2)
-    for env_id in ENV_IDS:  # the v1 ids keep their observation
+    for env_id in ENV_IDS:  # the ids with flat-priced scenarios have no grid array
         if env_id != ONLINE:
             assert "grid" not in gym.make(env_id).observation_space.spaces
 
 
 def test_a_full_500_job_episode_places_one_job_per_step():
-    env = gym.make(ONLINE)
+    env = gym.make(ONLINE, allow_wait=False)  # every step places a job
     _, info = env.reset(seed=11)
     scen = env.unwrapped.scenario
     assert scen.name == "online" and len(scen.jobs) == 500

@@ -125,7 +125,7 @@ def test_vector_reward_returns_the_unweighted_terms():
 
 
 def test_vector_reward_through_gym_make():
-    env = gym.make("bacepipe_env/GeoPipe-Fig1-v1", reward=VectorReward(), disable_env_checker=True)
+    env = gym.make("bacepipe_env/GeoPipe-Fig1-v2", reward=VectorReward(), disable_env_checker=True)
     env.reset(seed=0)
     _, reward, *_, info = env.step(0)
     assert np.array_equal(reward, info["reward_vector"])

@@ -116,7 +116,7 @@ def test_reset_info_has_zero_reward_terms():
 
 def test_waiting_costs_time():
     """With allow_wait, waiting while jobs are queued accrues job-seconds: a negative reward."""
-    env = gym.make("bacepipe_env/GeoPipe-Random-v1", allow_wait=True)
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True)
     found = False
     for seed in range(20):
         _, info = env.reset(seed=seed)

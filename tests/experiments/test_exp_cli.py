@@ -65,7 +65,7 @@ def test_compare(tmp_path: Path) -> None:
         assert (out / name).is_file(), name
         assert name in stdout
     for policy in ("bace-pipe", "lcf"):
-        assert list((out / "tb" / policy).glob("events.out.tfevents.*"))
+        assert list((out / "tb" / "compare" / "paper" / policy).glob("events.out.tfevents.*"))
     assert f"tensorboard --logdir {out / 'tb'}" in stdout
     with open(out / "compare-runs.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -107,7 +107,17 @@ def test_sweep_gpu(tmp_path: Path) -> None:
         (1.25, "bace-pipe"),
         (1.25, "ldf"),
     ]
-    assert "tensorboard" not in stdout.lower()
+    # One HParams session per (policy, value): the knob is an hparam, not a step.
+    sessions = sorted(
+        p.parent.relative_to(out / "tb").as_posix()
+        for p in (out / "tb").rglob("events.out.tfevents.*")
+    )
+    assert sessions == [
+        f"sweep-gpu/paper/{policy}/gpu_scale={value}"
+        for policy in ("bace-pipe", "ldf")
+        for value in ("0.5", "1.25")
+    ]
+    assert f"TensorBoard: tensorboard --logdir {out / 'tb'}" in stdout
 
 
 def test_ablation(tmp_path: Path) -> None:

@@ -29,12 +29,16 @@ SEEDS = [0, 1, 2]
 T975 = {1: 12.706205, 2: 4.302653}
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRICS = ("avg_jct_h", "total_cost_usd", "makespan_h", "gpu_utilization")
+# Each policy's HParams-session metrics: the summary's means (and CIs) over the seeds.
 SCALARS = (
     "compare/avg_jct_h",
+    "compare/avg_jct_h_ci95",
     "compare/total_cost_usd",
+    "compare/total_cost_usd_ci95",
     "compare/avg_jct_norm",
     "compare/total_cost_norm",
     "compare/carbon_kg",
+    "compare/carbon_kg_ci95",
     "compare/carbon_norm",
 )
 # A normalised scalar or summary column -> the runs column it divides by the reference's.
@@ -105,7 +109,7 @@ def test_writes_every_file(compared: tuple[ExperimentOutcome, Path]) -> None:
         assert (out / name).stat().st_size > 0
         assert out / name in outcome.files
     for p in POLICIES:
-        events = list((out / "tb" / p).glob("events.out.tfevents.*"))
+        events = list((out / "tb" / "compare" / "paper" / p).glob("events.out.tfevents.*"))
         assert len(events) == 1, p
         assert events[0] in outcome.files
     assert outcome.reference == "bace-pipe"
@@ -200,33 +204,44 @@ def test_png_is_a_real_image(compared: tuple[ExperimentOutcome, Path]) -> None:
 
 
 def test_tensorboard_scalars_read_back(compared: tuple[ExperimentOutcome, Path]) -> None:
+    """Per policy one run, ``tb/compare/paper/<policy>``: the summary's means and CIs at step 0
+    (nothing on a seed axis for TensorBoard to smooth across), and every seed's run in a text
+    table that equals the runs CSV."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     _, out = compared
     runs = {(r["policy"], int(r["seed"])): r for r in read_csv(out / "compare-runs.csv")}
+    summary = {r["policy"]: r for r in read_csv(out / "compare-summary.csv")}
     for p in POLICIES:
-        acc = EventAccumulator(str(out / "tb" / p))
+        acc = EventAccumulator(str(out / "tb" / "compare" / "paper" / p))
         acc.Reload()
         assert set(acc.Tags()["scalars"]) == set(SCALARS), p  # no egress scalar: it is off
         for tag in SCALARS:
-            events = acc.Scalars(tag)
-            assert [e.step for e in events] == SEEDS, (p, tag)
-            for e in events:
-                row, ref = runs[p, e.step], runs["bace-pipe", e.step]
-                metric = tag.split("/")[1]
-                if metric.endswith("_norm"):
-                    base = NORMALISED[metric]
-                    want = float(row[base]) / float(ref[base])
-                else:
-                    want = float(row[metric])
-                assert e.value == pytest.approx(want, rel=1e-6), (p, tag, e.step)
-                if p == "bace-pipe" and metric.endswith("_norm"):
-                    assert e.value == 1.0
+            (event,) = acc.Scalars(tag)
+            metric = tag.split("/")[1]
+            column = metric if metric.endswith("_ci95") else f"{metric}_mean"
+            assert event.step == 0, (p, tag)
+            assert event.value == pytest.approx(float(summary[p][column]), rel=1e-6), (p, tag)
+            if p == "bace-pipe" and metric.endswith("_norm"):
+                assert event.value == 1.0
         # The policy's description as a text summary.
         texts = acc.Tensors("compare/policy")
         assert len(texts) == 1
         text = texts[0].tensor_proto.string_val[0].decode()
         assert p in text
+        # Every seed's numbers, in seed order, as the runs CSV has them.
+        (table,) = acc.Tensors("compare/seeds")
+        rows = [
+            line.split("|")[1:-1] for line in table.tensor_proto.string_val[0].decode().splitlines()
+        ]
+        assert [c.strip() for c in rows[0]][:2] == ["seed", "avg JCT (h)"]
+        assert [int(r[0]) for r in rows[2:]] == SEEDS
+        for cells in rows[2:]:
+            seed, jct, norm = int(cells[0]), float(cells[1]), float(cells[4])
+            row, ref = runs[p, seed], runs["bace-pipe", seed]
+            assert jct == pytest.approx(float(row["avg_jct_h"]), abs=5e-4), (p, seed)
+            want = float(row["avg_jct_h"]) / float(ref["avg_jct_h"])
+            assert norm == pytest.approx(want, abs=5e-5), (p, seed)
 
 
 def test_two_workers_give_the_same_numbers(

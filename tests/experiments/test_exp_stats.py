@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 
 from bacepipe_env.experiments.stats import Estimate, estimate, t_quantile_975
@@ -102,3 +103,43 @@ def test_str_shows_mean_and_half_width() -> None:
 def test_empty_raises() -> None:
     with pytest.raises(ValueError):
         estimate([])
+
+
+# --------------------------------------------------------------- IQM and the bootstrap
+def test_iqm_by_hand():
+    from bacepipe_env.experiments.stats import iqm
+
+    # 8 values, sorted -50, 1, 2, 3, 4, 5, 6, 100: cut 2 from each end, the mean of 2, 3, 4
+    # and 5 is 3.5 (the outliers drop out)
+    assert iqm([100.0, 1.0, 6.0, 3.0, 4.0, 5.0, -50.0, 2.0]) == 3.5
+    # 5 values: cut 1 from each end: mean(2, 3, 4) = 3
+    assert iqm([5.0, 1.0, 4.0, 2.0, 3.0]) == 3.0
+    assert iqm([7.0]) == 7.0
+
+
+def test_bootstrap_of_a_constant_table_is_that_constant():
+    from bacepipe_env.experiments.stats import bootstrap_ci, paired_ratio_ci
+
+    table = np.full((3, 20), 2.5)
+    assert bootstrap_ci(table) == (2.5, 2.5, 2.5)
+    assert bootstrap_ci(table, "iqm") == (2.5, 2.5, 2.5)
+    point, lo, hi = paired_ratio_ci(table, np.full(20, 5.0))
+    assert (point, lo, hi) == (0.5, 0.5, 0.5)
+
+
+def test_bootstrap_intervals_cover_the_point_and_repeat_under_a_seed():
+    from bacepipe_env.experiments.stats import bootstrap_ci, paired_ratio_ci
+
+    rng = np.random.default_rng(1)
+    ref = rng.uniform(100, 200, 200)
+    table = ref * rng.uniform(0.8, 1.0, (3, 200))  # every episode 0.8-1.0x the reference
+    point, lo, hi = paired_ratio_ci(table, ref, n_boot=500, seed=3)
+    assert point == pytest.approx(table.mean() / ref.mean())
+    assert 0.8 < lo < point < hi < 1.0
+    assert paired_ratio_ci(table, ref, n_boot=500, seed=3) == (point, lo, hi)
+    p, lo2, hi2 = bootstrap_ci(ref, n_boot=500)
+    assert p == pytest.approx(ref.mean()) and lo2 < p < hi2
+    with pytest.raises(ValueError, match="one value per episode"):
+        paired_ratio_ci(table, ref[:10])
+    with pytest.raises(ValueError, match="statistic"):
+        bootstrap_ci(ref, "median")

@@ -1,14 +1,26 @@
-"""The hand-written TensorBoard event writer, read back with TensorBoard's own reader."""
+"""The hand-written TensorBoard event writer, read back with TensorBoard's own reader and
+its HParams and custom-scalars plugins; and the sessions ``run_compare`` and ``run_sweep``
+write with it."""
 
 from __future__ import annotations
 
+import csv
+import json
+import math
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from bacepipe_env.experiments.tensorboard import ScalarWriter
+from bacepipe_env.experiments.tensorboard import (
+    MAX_RUN_COMPONENT,
+    Category,
+    Chart,
+    ScalarWriter,
+    run_component,
+)
 
 EventAccumulator = pytest.importorskip(
     "tensorboard.backend.event_processing.event_accumulator"
@@ -16,9 +28,55 @@ EventAccumulator = pytest.importorskip(
 
 
 def load(logdir: Path) -> EventAccumulator:
-    acc = EventAccumulator(str(logdir))
+    acc = EventAccumulator(str(logdir), size_guidance={"scalars": 0, "tensors": 0})
     acc.Reload()
     return acc
+
+
+def plugin_app(logdir: Path, plugin: str, route: str) -> Any:
+    """A werkzeug client of a TensorBoard plugin's route, served from ``logdir`` the way
+    ``tensorboard --logdir`` reads it (no server, no mocks)."""
+    from tensorboard.backend.event_processing.data_provider import MultiplexerDataProvider
+    from tensorboard.backend.event_processing.plugin_event_multiplexer import EventMultiplexer
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.custom_scalar.custom_scalars_plugin import CustomScalarsPlugin
+    from tensorboard.plugins.hparams.hparams_plugin import HParamsPlugin
+    from werkzeug.test import Client
+    from werkzeug.wrappers import Response
+
+    mux = EventMultiplexer().AddRunsFromDirectory(str(logdir))
+    mux.Reload()
+    provider = MultiplexerDataProvider(mux, str(logdir))
+    ctx = base_plugin.TBContext(logdir=str(logdir), data_provider=provider, multiplexer=mux)
+    cls = {"hparams": HParamsPlugin, "custom_scalars": CustomScalarsPlugin}[plugin]
+    return Client(cls(ctx).get_plugin_apps()[route], Response)
+
+
+def hparams_sessions(logdir: Path) -> dict[str, dict[str, Any]]:
+    """Session name -> its ``hparams`` and ``metrics`` (tag -> value), as TensorBoard's
+    HParams table lists them."""
+    request = {
+        "experimentName": "",
+        "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_RUNNING"],
+        "colParams": [],
+        "startIndex": 0,
+        "sliceSize": 1000,
+    }
+    client = plugin_app(logdir, "hparams", "/session_groups")
+    resp = client.post("/", data=json.dumps(request), content_type="application/json")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    out = {}
+    for group in resp.get_json()["sessionGroups"]:
+        (session,) = group["sessions"]  # one session per row: policies side by side
+        assert session["status"] == "STATUS_SUCCESS"
+        metrics = {m["name"]["tag"]: m["value"] for m in group["metricValues"]}
+        out[session["name"]] = {"hparams": group["hparams"], "metrics": metrics}
+    return out
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
 
 
 def f32(x: float) -> float:
@@ -133,33 +191,197 @@ def test_file_starts_with_a_valid_record(tmp_path: Path) -> None:
 def test_compare_scalars_carry_carbon_and_egress_when_charged(
     egress: float | None, tmp_path: Path
 ) -> None:
-    """`run_compare`'s event files, read back: carbon (absolute and over BACE-Pipe's on the
-    same seed) always, the egress charge only when egress is on, each equal to the runs CSV."""
-    import csv
-
+    """`run_compare`'s sessions, read back: carbon (absolute and over BACE-Pipe's) always, the
+    egress charge only when egress is on, each the summary CSV's mean over the seeds; every
+    seed's egress in the seeds table, as the runs CSV has it."""
     from bacepipe_env.experiments import run_compare
 
-    knobs = {"prices": "hourly", "start_hour": 2000.0}
+    knobs: dict[str, Any] = {"prices": "hourly", "start_hour": 2000.0}
     if egress is not None:
         knobs["egress_usd_per_gb"] = egress
     policies, seeds = ["bace-pipe", "cr-lcf"], [0, 1]
     run_compare("paper", policies, seeds, tmp_path, knobs=knobs)
-    with open(tmp_path / "compare-runs.csv", newline="", encoding="utf-8") as fh:
-        runs = {(r["policy"], int(r["seed"])): r for r in csv.DictReader(fh)}
+    runs = {(r["policy"], int(r["seed"])): r for r in read_rows(tmp_path / "compare-runs.csv")}
+    summary = {r["policy"]: r for r in read_rows(tmp_path / "compare-summary.csv")}
     for p in policies:
-        acc = load(tmp_path / "tb" / p)
+        acc = load(tmp_path / "tb" / "compare" / "paper" / p)
         tags = set(acc.Tags()["scalars"])
         assert {"compare/carbon_kg", "compare/carbon_norm"} <= tags
         assert ("compare/egress_usd" in tags) == (egress is not None)
-        for e in acc.Scalars("compare/carbon_kg"):
-            assert e.value == f32(float(runs[p, e.step]["carbon_kg"]))
-        for e in acc.Scalars("compare/carbon_norm"):
-            ref = float(runs["bace-pipe", e.step]["carbon_kg"])
-            assert e.value == pytest.approx(float(runs[p, e.step]["carbon_kg"]) / ref, rel=1e-6)
+        for metric in ("carbon_kg", "carbon_norm", *(["egress_usd"] if egress else [])):
+            (event,) = acc.Scalars(f"compare/{metric}")
+            want = float(summary[p][f"{metric}_mean"])
+            assert event.value == pytest.approx(want, rel=1e-6), (p, metric)
+        (text,) = acc.Tensors("compare/seeds")
+        table = text.tensor_proto.string_val[0].decode()
+        assert ("egress ($)" in table) == (egress is not None)
         if egress is not None:
-            events = acc.Scalars("compare/egress_usd")
-            assert [e.step for e in events] == seeds
-            for e in events:
-                assert e.value == f32(float(runs[p, e.step]["egress_usd"]))
+            for seed in seeds:
+                cells = next(
+                    line.split("|")[1:-1]
+                    for line in table.splitlines()
+                    if line.startswith(f"| {seed} |")
+                )
+                got = float(cells[-1].replace(",", ""))
+                assert got == pytest.approx(float(runs[p, seed]["egress_usd"]), abs=0.006)
+    # the world's settings are hparams of every session
+    for session in hparams_sessions(tmp_path / "tb").values():
+        assert session["hparams"]["prices"] == "hourly"
+        assert session["hparams"]["start_hour"] == 2000.0
+        assert session["hparams"].get("egress_usd_per_gb") == egress
     if egress is not None:
         assert any(float(r["egress_usd"]) > 0 for r in runs.values())
+
+
+def test_hparams_session_reads_back(tmp_path: Path) -> None:
+    """One session with typed values (a string, a number, a boolean); None and NaN, which
+    the plugin cannot show, are left out; the run's scalars are its metric columns."""
+    from tensorboard.plugins.hparams import metadata as hp_metadata
+
+    with ScalarWriter(tmp_path / "a") as w:
+        w.add_hparams(
+            {"policy": "bace-pipe", "n": 3, "x": 0.25, "flag": True, "none": None, "nan": math.nan},
+            start_time=1000.0,
+        )
+        w.add_scalar("m/avg_jct_h", 12.5, 0)
+    acc = load(tmp_path / "a")
+    content = acc.PluginTagToContent("hparams")
+    assert sorted(content) == [hp_metadata.SESSION_END_INFO_TAG, hp_metadata.SESSION_START_INFO_TAG]
+    start = hp_metadata.parse_session_start_info_plugin_data(
+        content[hp_metadata.SESSION_START_INFO_TAG]
+    )
+    assert start.start_time_secs == 1000.0
+    values = {k: v.WhichOneof("kind") for k, v in start.hparams.items()}
+    assert values == {
+        "policy": "string_value",
+        "n": "number_value",
+        "x": "number_value",
+        "flag": "bool_value",
+    }
+    assert start.hparams["policy"].string_value == "bace-pipe"
+    assert start.hparams["x"].number_value == 0.25
+    end = hp_metadata.parse_session_end_info_plugin_data(content[hp_metadata.SESSION_END_INFO_TAG])
+    assert end.status == 1  # STATUS_SUCCESS
+    (session,) = hparams_sessions(tmp_path).values()
+    assert session["hparams"] == {"policy": "bace-pipe", "n": 3.0, "x": 0.25, "flag": True}
+    assert session["metrics"] == {"m/avg_jct_h": 12.5}
+
+
+def test_custom_scalars_layout_reads_back(tmp_path: Path) -> None:
+    """The layout as TensorBoard's custom-scalars plugin serves it; two runs' layouts merge by
+    category title."""
+    from tensorboard.plugins.custom_scalar import layout_pb2
+
+    jct = Category("JCT", (Chart("avg JCT (h)", (r"^eval/avg_jct_h$", r"^sim/avg_jct_h$")),))
+    cost = Category("Cost", (Chart("cost ($)", (r"^eval/total_cost_usd$",)),), closed=True)
+    with ScalarWriter(tmp_path / "a") as w:
+        w.add_custom_scalars([jct])
+    with ScalarWriter(tmp_path / "b") as w:
+        w.add_custom_scalars([jct, cost])
+    (event,) = load(tmp_path / "b").Tensors("custom_scalars__config__")
+    layout = layout_pb2.Layout.FromString(event.tensor_proto.string_val[0])
+    assert [c.title for c in layout.category] == ["JCT", "Cost"]
+    assert list(layout.category[0].chart[0].multiline.tag) == list(jct.charts[0].tags)
+    assert layout.category[1].closed and not layout.category[0].closed
+    served = plugin_app(tmp_path, "custom_scalars", "/layout").get("/").get_json()
+    assert [c["title"] for c in served["category"]] == ["JCT", "Cost"]
+    assert len(served["category"][0]["chart"]) == 1  # the same chart twice is merged
+    assert served["category"][0]["chart"][0]["multiline"]["tag"] == list(jct.charts[0].tags)
+
+
+def test_run_component_is_short_and_distinct() -> None:
+    assert run_component("bace-pipe") == "bace-pipe"
+    assert run_component("sjf+finish-aware") == "sjf+finish-aware"
+    assert run_component("gpu_scale=0.5") == "gpu_scale=0.5"
+    assert run_component("my scenario/v2") == "my-scenario-v2"
+    long_a = "geopipe__maskable_ppo__0__20250101-120000"
+    long_b = "geopipe__maskable_ppo__0__20250101-120001"
+    a, b = run_component(long_a), run_component(long_b)
+    assert len(a) <= MAX_RUN_COMPONENT and len(b) <= MAX_RUN_COMPONENT
+    assert a != b and a.startswith("geopipe__maskable_ppo")
+    assert run_component(long_a) == a  # the same name every time
+
+
+def test_learned_policies_get_short_distinct_session_names() -> None:
+    from bacepipe_env.experiments.experiments import _session_names
+
+    names = _session_names(
+        [
+            "bace-pipe",
+            "maskable_ppo:runs/geopipe__maskable_ppo__0__20250101-120000/model.zip",
+            "ppo:a/x/model.zip",
+            "ppo:b/x/model.zip",
+            "dqn:models/best.zip",
+        ]
+    )
+    assert names["bace-pipe"] == "bace-pipe"
+    assert names["dqn:models/best.zip"] == "dqn-best"
+    assert names["ppo:a/x/model.zip"] != names["ppo:b/x/model.zip"]
+    assert all(n.startswith("ppo-x") for k, n in names.items() if k.startswith("ppo:"))
+    assert len(set(names.values())) == len(names)
+    assert all(len(n) <= MAX_RUN_COMPONENT for n in names.values())
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from bacepipe_env.experiments import run_compare
+
+    out = tmp_path_factory.mktemp("tb_compare")
+    run_compare("fig1", ["bace-pipe", "lcf", "sjf+full"], [0, 1, 2], out)
+    return out
+
+
+def test_compare_puts_one_session_per_policy_in_the_hparams_table(compared: Path) -> None:
+    """TensorBoard's HParams plugin lists one row per policy, named ``compare/<scenario>/<policy>``,
+    with the experiment's settings as hparams and the summary's means as metrics."""
+    sessions = hparams_sessions(compared / "tb")
+    summary = {r["policy"]: r for r in read_rows(compared / "compare-summary.csv")}
+    assert sorted(sessions) == sorted(f"compare/fig1/{p}" for p in summary)
+    for name, session in sessions.items():
+        policy = name.split("/")[-1]
+        assert session["hparams"] == {
+            "experiment": "compare",
+            "scenario": "fig1",
+            "policy": policy,
+            "reference": "bace-pipe",
+            "seeds": "0-2",
+        }
+        for tag, value in session["metrics"].items():
+            metric = tag.removeprefix("compare/")
+            column = metric if metric.endswith("_ci95") else f"{metric}_mean"
+            assert value == pytest.approx(float(summary[policy][column]), rel=1e-6), tag
+        assert {"compare/avg_jct_h", "compare/total_cost_usd", "compare/carbon_kg"} <= set(
+            session["metrics"]
+        )
+        assert all(len(part) <= MAX_RUN_COMPONENT for part in name.split("/"))
+
+
+def test_sweep_sessions_have_the_knob_as_an_hparam(tmp_path: Path) -> None:
+    """A sweep: one session per (policy, value), the value an hparam of the session (so the
+    HParams views draw each metric against it), the means at that value as metrics; one seed
+    gives no CI columns."""
+    from bacepipe_env.experiments import run_sweep
+
+    run_sweep("gpu", "paper", ["bace-pipe", "ldf"], [3], tmp_path, values=[0.5, 1.25])
+    sessions = hparams_sessions(tmp_path / "tb")
+    summary = {
+        (float(r["gpu_scale"]), r["policy"]): r
+        for r in read_rows(tmp_path / "sweep-gpu-summary.csv")
+    }
+    assert sorted(sessions) == sorted(f"sweep-gpu/paper/{p}/gpu_scale={v:g}" for v, p in summary)
+    for name, session in sessions.items():
+        policy, value = name.split("/")[2], session["hparams"]["gpu_scale"]
+        assert session["hparams"] == {
+            "experiment": "sweep-gpu",
+            "scenario": "paper",
+            "policy": policy,
+            "reference": "bace-pipe",
+            "seeds": "3",
+            "gpu_scale": value,
+        }
+        row = summary[value, policy]
+        assert not any(tag.endswith("_ci95") for tag in session["metrics"])
+        for tag in ("avg_jct_h", "total_cost_usd", "carbon_kg", "avg_jct_norm"):
+            got = session["metrics"][f"sweep/{tag}"]
+            assert got == pytest.approx(float(row[f"{tag}_mean"]), rel=1e-6), (name, tag)
+        assert all(len(part) <= MAX_RUN_COMPONENT for part in name.split("/"))

@@ -1,10 +1,14 @@
-"""`python -m train.compare`: each heuristic is evaluated on the learned run's held-out set and
-written as a flat TensorBoard run at the learned run's evaluation steps, with hparams, and a
-comparison.csv row per policy plus the learned run."""
+"""`python -m train.compare`: each heuristic is evaluated once per (environment, held-out set)
+of the learned runs, whatever their number, and written as a flat TensorBoard run
+``heuristics/<env>/<policy>`` at the learned runs' evaluation steps, an HParams session beside
+theirs, with a custom-scalars layout that charts both; and a comparison.csv row per policy
+plus each learned run."""
 
 from __future__ import annotations
 
 import csv
+import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -26,28 +30,58 @@ from train_helpers import (
 torch = pytest.importorskip("torch")
 
 from bacepipe_env.envs.agents import evaluate, make_agent  # noqa: E402
+from bacepipe_env.experiments.tensorboard import MAX_RUN_COMPONENT, ScalarWriter  # noqa: E402
+from bacepipe_env.train.config import env_slug  # noqa: E402
 
 POLICIES = ("bace-pipe", "lcf")
+HEURISTICS = Path("heuristics") / "geopipe"
+OTHER_SEEDS = [1_000_002, 1_000_003]
+
+
+def _copy_run(src: Path, dst: Path, *, model: bool = True, **changes: Any) -> Path:
+    """A copy of a learned run with ``config.json`` fields changed (``observation`` goes into
+    its env_kwargs), without ``model.zip`` unless ``model``."""
+    shutil.copytree(src, dst)
+    if not model:
+        (dst / "model.zip").unlink()
+    cfg = json.loads((dst / "config.json").read_text())
+    if "observation" in changes:
+        cfg["env_kwargs"]["observation"] = changes.pop("observation")
+    cfg.update(changes)
+    (dst / "config.json").write_text(json.dumps(cfg))
+    return dst
 
 
 @pytest.fixture(scope="module")
 def compared(tiny: TinyRun, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """train.compare over a copy of the tiny run (twice: a re-run must replace its events),
-    side by side with the --env-id form and the two error cases."""
+    """train.compare over a copy of the tiny run and a second learned run on the same env and
+    held-out set (twice: a re-run must replace its events), side by side with the --env-id
+    form, two held-out sets of one env, and the two error cases."""
     tmp = tmp_path_factory.mktemp("compare")
     logdir = tmp / "runs"
     shutil.copytree(tiny.run_dir, logdir / "tiny")
+    # The second run observes the flat vector (a PPO run would) and sits in a nested folder
+    # (--run-name learned/geopipe/flat); it has saved no model yet.
+    flat = logdir / "learned" / "geopipe" / "flat"
+    _copy_run(tiny.run_dir, flat, model=False, observation="flat", algo="ppo")
+    # A heuristic folder of the earlier flat layout: the compare replaces it.
+    with ScalarWriter(logdir / "heuristic__bace-pipe__geopipe") as legacy:
+        legacy.add_scalar("eval/avg_jct_h", 1.0, 0)
+    two = tmp / "two"
+    _copy_run(tiny.run_dir, two / "a", model=False)
+    _copy_run(tiny.run_dir, two / "b", model=False, eval_seeds=OTHER_SEEDS)
     empty, fig1 = tmp / "empty", tmp / "fig1"
     empty.mkdir()
     fig1.mkdir()
-    first, env_id, no_runs, bad_policy = run_many(
+    first, env_id, two_sets, no_runs, bad_policy = run_many(
         ("-m", "train.compare", "--logdir", str(logdir), "--policies", ",".join(POLICIES)),
         ("-m", "train.compare", "--logdir", str(fig1), "--env-id", FIG1_ID, "--policies", "fcfs"),
+        ("-m", "train.compare", "--logdir", str(two), "--policies", "fcfs"),
         ("-m", "train.compare", "--logdir", str(empty), "--policies", "bace-pipe"),
         ("-m", "train.compare", "--logdir", str(logdir), "--policies", "bace-pipe,nope"),
     )
     assert first.returncode == 0, first.stderr
-    events_after_first = sorted(p.name for p in logdir.glob("heuristic__*/events.out.tfevents.*"))
+    events_after_first = sorted(p.name for p in (logdir / HEURISTICS).rglob("events.out.*"))
     second = run("-m", "train.compare", "--logdir", str(logdir), "--policies", ",".join(POLICIES))
     assert second.returncode == 0, second.stderr
     return {
@@ -57,6 +91,8 @@ def compared(tiny: TinyRun, tmp_path_factory: pytest.TempPathFactory) -> dict[st
         "events_after_first": events_after_first,
         "env_id": env_id,
         "fig1": fig1,
+        "two": two,
+        "two_sets": two_sets,
         "no_runs": no_runs,
         "empty": empty,
         "bad_policy": bad_policy,
@@ -72,25 +108,54 @@ def _heuristic_means(
     return {
         "avg_jct_h": float(np.mean([r.avg_jct_h for r in results])),
         "total_cost_usd": float(np.mean([r.total_cost_usd for r in results])),
+        "carbon_kg": float(np.mean([r.carbon_kg for r in results])),
         "return": float(np.mean([r.episode_return for r in results])),
     }
 
 
-def _tag(env_id: str) -> str:
-    return env_id.split("/")[-1].removesuffix("-v1").lower()
+def _runs(logdir: Path) -> list[str]:
+    """Every TensorBoard run under ``logdir`` (folders holding event files), as paths."""
+    return sorted(
+        p.parent.relative_to(logdir).as_posix() for p in logdir.rglob("events.out.tfevents.*")
+    )
 
 
-def test_one_heuristic_run_per_policy_next_to_the_learned_run(
+def _plugin(logdir: Path, plugin: str, route: str) -> Any:
+    """A werkzeug client of a TensorBoard plugin's route over ``logdir``, read the way
+    ``tensorboard --logdir`` reads it (no server)."""
+    from tensorboard.backend.event_processing.data_provider import MultiplexerDataProvider
+    from tensorboard.backend.event_processing.plugin_event_multiplexer import EventMultiplexer
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.custom_scalar.custom_scalars_plugin import CustomScalarsPlugin
+    from tensorboard.plugins.hparams.hparams_plugin import HParamsPlugin
+    from werkzeug.test import Client
+    from werkzeug.wrappers import Response
+
+    mux = EventMultiplexer().AddRunsFromDirectory(str(logdir))
+    mux.Reload()
+    provider = MultiplexerDataProvider(mux, str(logdir))
+    ctx = base_plugin.TBContext(logdir=str(logdir), data_provider=provider, multiplexer=mux)
+    cls = {"hparams": HParamsPlugin, "custom_scalars": CustomScalarsPlugin}[plugin]
+    return Client(cls(ctx).get_plugin_apps()[route], Response)
+
+
+def test_one_set_of_heuristic_runs_for_two_learned_runs_on_one_env(
     tiny: TinyRun, compared: dict[str, Any]
 ) -> None:
+    """Two learned runs with the same env and held-out set (one observing the dict, one the
+    flat vector): the heuristics are evaluated and written once, in short folders."""
     logdir: Path = compared["logdir"]
-    names = sorted(p.name for p in logdir.iterdir() if p.is_dir())
-    expected = sorted(
-        ["tiny", *(f"heuristic__{p}__{_tag(tiny.config['env_id'])}" for p in POLICIES)]
+    assert env_slug(tiny.config["env_id"]) == "geopipe"
+    runs = _runs(logdir)
+    assert runs == sorted(
+        ["tiny", "learned/geopipe/flat", *(f"heuristics/geopipe/{p}" for p in POLICIES)]
     )
-    assert names == expected
-    assert _tag(tiny.config["env_id"]) == "geopipe"
+    assert not (logdir / "heuristic__bace-pipe__geopipe").exists()  # the earlier layout
+    for name in runs:
+        assert all(len(part) <= MAX_RUN_COMPONENT for part in name.split("/")), name
     out = compared["first"].stdout
+    for policy in POLICIES:  # one table row per heuristic, not one per learned run
+        assert len(re.findall(rf"^\S+ +{re.escape(policy)} ", out, re.M)) == 1, out
     assert f"TensorBoard: tensorboard --logdir {logdir}" in out
     assert f"wrote {logdir / 'comparison.csv'}" in out
 
@@ -103,8 +168,7 @@ def test_heuristic_is_flat_at_the_learned_eval_steps_with_its_evaluate_value(
     learned_steps = [int(r["step"]) for r in tiny.eval_rows]
     assert learned_steps == [0, 128, 256]
     want = _heuristic_means(policy, cfg["env_id"], cfg["env_kwargs"], cfg["eval_seeds"])
-    run_dir = compared["logdir"] / f"heuristic__{policy}__geopipe"
-    acc = accumulator(run_dir)
+    acc = accumulator(compared["logdir"] / HEURISTICS / policy)
     for key, value in want.items():
         events = [(e.step, e.value) for e in acc.Scalars(f"eval/{key}")]
         assert [s for s, _ in events] == learned_steps, (key, events)
@@ -113,15 +177,16 @@ def test_heuristic_is_flat_at_the_learned_eval_steps_with_its_evaluate_value(
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_heuristic_runs_carry_hparams(compared: dict[str, Any], policy: str) -> None:
-    acc = accumulator(compared["logdir"] / f"heuristic__{policy}__geopipe")
+    acc = accumulator(compared["logdir"] / HEURISTICS / policy)
     assert acc.PluginTagToContent("hparams"), "no TensorBoard hparams"
     text_tags = [t for t in acc.Tags()["tensors"] if t.startswith("hparams_text")]
     assert text_tags, acc.Tags()["tensors"]
     text = text_summary(acc, text_tags[0])
     placement = make_agent(policy).placement
     for line in (
+        "| algo | heuristic |",
         f"| policy | {policy} |",
-        "| env_id | bacepipe_env/GeoPipe-v1 |",
+        "| env_id | bacepipe_env/GeoPipe-v2 |",
         f"| placement | {placement} |",
         "| n_eval | 2 |",
         "| eval_seed | 1000000 |",
@@ -129,23 +194,78 @@ def test_heuristic_runs_carry_hparams(compared: dict[str, Any], policy: str) -> 
         assert line in text, text
 
 
+def test_heuristics_and_learned_runs_side_by_side_in_the_hparams_table(
+    tiny: TinyRun, compared: dict[str, Any]
+) -> None:
+    """TensorBoard's HParams plugin lists each heuristic as a session (algo ``heuristic``)
+    beside the learned run's, with the held-out means as its metric values."""
+    request = {
+        "experimentName": "",
+        "allowedStatuses": ["STATUS_UNKNOWN", "STATUS_SUCCESS", "STATUS_RUNNING"],
+        "colParams": [],
+        "startIndex": 0,
+        "sliceSize": 100,
+    }
+    client = _plugin(compared["logdir"], "hparams", "/session_groups")
+    resp = client.post("/", data=json.dumps(request), content_type="application/json")
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    groups = {g["name"]: g for g in resp.get_json()["sessionGroups"]}
+    assert {"tiny", *(f"heuristics/geopipe/{p}" for p in POLICIES)} <= set(groups)
+    assert groups["tiny"]["hparams"]["algo"] == "maskable_ppo"
+    cfg = tiny.config
+    for policy in POLICIES:
+        group = groups[f"heuristics/geopipe/{policy}"]
+        assert group["hparams"]["algo"] == "heuristic"
+        assert group["hparams"]["policy"] == policy
+        metrics = {m["name"]["tag"]: m["value"] for m in group["metricValues"]}
+        want = _heuristic_means(policy, cfg["env_id"], cfg["env_kwargs"], cfg["eval_seeds"])
+        assert metrics["eval/avg_jct_h"] == f32(want["avg_jct_h"])
+
+
+def test_custom_scalars_layout_charts_learned_and_heuristic_lines(
+    compared: dict[str, Any],
+) -> None:
+    """The layout TensorBoard serves: JCT, cost and carbon charts (and the return) whose
+    regexes each match a tag of the learned run and of every heuristic run."""
+    logdir: Path = compared["logdir"]
+    layout = _plugin(logdir, "custom_scalars", "/layout").get("/").get_json()
+    charts = {c["title"]: c["multiline"]["tag"] for cat in layout["category"] for c in cat["chart"]}
+    assert {"average JCT (h)", "electricity cost ($)", "carbon (kg CO2e)"} <= set(charts)
+    for run_name in ["tiny", *(f"heuristics/geopipe/{p}" for p in POLICIES)]:
+        tags = accumulator(logdir / run_name).Tags()["scalars"]
+        for title, regexes in charts.items():
+            assert any(re.search(rx, t) for rx in regexes for t in tags), (run_name, title)
+    # every heuristic run carries the layout, so any of them brings it
+    for policy in POLICIES:
+        acc = accumulator(logdir / HEURISTICS / policy)
+        assert "custom_scalars__config__" in acc.Tags()["tensors"]
+
+
 def test_comparison_csv_has_every_policy_and_the_learned_run(
     tiny: TinyRun, compared: dict[str, Any]
 ) -> None:
     with open(compared["logdir"] / "comparison.csv", newline="") as fh:
-        rows = {r["policy"]: r for r in csv.DictReader(fh)}
-    assert sorted(rows) == sorted([*POLICIES, "learned:tiny"])
+        rows = [r["policy"] for r in csv.DictReader(fh)]
+    assert sorted(rows) == sorted([*POLICIES, "learned:tiny"])  # the heuristics once
+    with open(compared["logdir"] / "comparison.csv", newline="") as fh:
+        by_policy = {r["policy"]: r for r in csv.DictReader(fh)}
     cfg = tiny.config
     for policy in POLICIES:
         want = _heuristic_means(policy, cfg["env_id"], cfg["env_kwargs"], cfg["eval_seeds"])
-        row = rows[policy]
+        row = by_policy[policy]
         assert row["env_id"] == cfg["env_id"] and int(row["n_eval"]) == 2
         for key, value in want.items():
             assert float(row[key]) == pytest.approx(value), (policy, key)
-    # the learned row evaluates model.zip on the same seeds: eval.csv's last evaluation
-    learned, last = rows["learned:tiny"], tiny.eval_rows[-1]
-    for key in ("avg_jct_h", "total_cost_usd", "return"):
-        assert float(learned[key]) == pytest.approx(last[key]), key
+    # The learned row evaluates model.zip on the same seeds. (Not eval.csv's last row: that
+    # evaluation ran before PPO's last update, which model.zip includes.)
+    from bacepipe_env.train.sb3 import load_agent
+
+    agent = load_agent(f"{cfg['algo']}:{tiny.run_dir / 'model.zip'}")
+    env = gym.make(cfg["env_id"], **cfg["env_kwargs"]).unwrapped
+    results = evaluate(env, agent, cfg["eval_seeds"])
+    learned = by_policy["learned:tiny"]
+    assert float(learned["avg_jct_h"]) == pytest.approx(np.mean([r.avg_jct_h for r in results]))
+    assert float(learned["return"]) == pytest.approx(np.mean([r.episode_return for r in results]))
     for line in compared["first"].stdout.splitlines()[:3]:
         assert line.startswith(cfg["env_id"]), line
 
@@ -153,20 +273,45 @@ def test_comparison_csv_has_every_policy_and_the_learned_run(
 def test_a_rerun_replaces_the_heuristic_events(compared: dict[str, Any]) -> None:
     logdir = compared["logdir"]
     for policy in POLICIES:
-        files = list((logdir / f"heuristic__{policy}__geopipe").glob("events.out.tfevents.*"))
+        files = list((logdir / HEURISTICS / policy).glob("events.out.tfevents.*"))
         assert len(files) == 1, files
         events = accumulator(files[0].parent).Scalars("eval/avg_jct_h")
         assert [e.step for e in events] == [0, 128, 256]
+    assert len(compared["events_after_first"]) == len(POLICIES)
     assert compared["second"].stdout == compared["first"].stdout
+
+
+def test_two_held_out_sets_of_one_env_get_their_own_heuristic_runs(
+    tiny: TinyRun, compared: dict[str, Any]
+) -> None:
+    proc, two = compared["two_sets"], compared["two"]
+    assert proc.returncode == 0, proc.stderr
+    assert _runs(two) == [
+        "a",
+        "b",
+        "heuristics/geopipe-s1000000x2/fcfs",
+        "heuristics/geopipe-s1000002x2/fcfs",
+    ]
+    cfg = tiny.config
+    for folder, seeds in (
+        ("geopipe-s1000000x2", cfg["eval_seeds"]),
+        ("geopipe-s1000002x2", OTHER_SEEDS),
+    ):
+        want = _heuristic_means("fcfs", cfg["env_id"], cfg["env_kwargs"], seeds)
+        acc = accumulator(two / "heuristics" / folder / "fcfs")
+        assert {e.value for e in acc.Scalars("eval/avg_jct_h")} == {f32(want["avg_jct_h"])}
 
 
 def test_env_id_without_runs_evaluates_at_step_0(compared: dict[str, Any]) -> None:
     proc = compared["env_id"]
     assert proc.returncode == 0, proc.stderr
-    run_dir = compared["fig1"] / "heuristic__fcfs__geopipe-fig1"
+    run_dir = compared["fig1"] / "heuristics" / "geopipe-fig1" / "fcfs"
     want = _heuristic_means("fcfs", FIG1_ID, {}, list(range(1_000_000, 1_000_010)))
     acc = accumulator(run_dir)
     for key, value in want.items():
+        if np.isnan(value):  # an environment without carbon figures logs no carbon
+            assert f"eval/{key}" not in acc.Tags()["scalars"]
+            continue
         assert [(e.step, e.value) for e in acc.Scalars(f"eval/{key}")] == [(0, f32(value))]
     with open(compared["fig1"] / "comparison.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))

@@ -1,4 +1,4 @@
-"""A tiny `python -m train.learn` run (256 steps of MaskablePPO on GeoPipe-v1) and what it
+"""A tiny `python -m train.learn` run (256 steps of MaskablePPO on GeoPipe-v2) and what it
 leaves behind: config.json, TensorBoard events with the eval/ tags, CSVs, checkpoints and a
 model that loads through `agents` and plays a whole episode with only legal actions. The
 helpers the tests/train modules share are in `train_helpers`.

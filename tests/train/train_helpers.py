@@ -30,8 +30,8 @@ from tensorboard.util import tensor_util  # noqa: E402
 
 import bacepipe_env  # noqa: E402, F401  (registers the ids)
 
-ENV_ID = "bacepipe_env/GeoPipe-v1"
-FIG1_ID = "bacepipe_env/GeoPipe-Fig1-v1"
+ENV_ID = "bacepipe_env/GeoPipe-v2"
+FIG1_ID = "bacepipe_env/GeoPipe-Fig1-v2"
 EVAL_TAGS = ("eval/avg_jct_h", "eval/total_cost_usd", "eval/carbon_kg", "eval/return")
 #: The tiny budget: 4 rollouts of 64 steps, evaluations at 0, 128 and 256, two checkpoints.
 TINY = (

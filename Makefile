@@ -21,7 +21,7 @@ RLLIB_STAMP  := $(RLLIB_VENV)/.installed
 RAY_VERSION  ?= 2.60.0
 RLLIB_EXTRAS ?= dev,viz,train,rllib,mo
 
-.PHONY: demo test test-rllib bench lint typecheck installcheck clean venv
+.PHONY: demo test test-rllib learned bench lint typecheck installcheck clean venv
 
 venv: $(STAMP)
 
@@ -67,6 +67,16 @@ test-rllib: $(RLLIB_STAMP)
 		assert g.__version__.startswith("1.2."), "RAY_VERSION no longer pins gymnasium 1.2"'
 	$(RLLIB_PY) -m pytest -q tests/envs tests/core tests/train/test_rllib.py
 
+# The learned orderers' evidence (about an hour and a half on 2 cores): train 3 seeds per env,
+# play them and every heuristic on 200 held-out episodes per env, write
+# benchmarks/results/learned.json and the README / docs/learned.md table, ship the pretrained
+# agents. Finished runs are kept: a second call only evaluates and tabulates again.
+learned: $(STAMP)
+	$(PY) benchmarks/learned.py train
+	$(PY) benchmarks/learned.py evaluate
+	$(PY) benchmarks/learned.py table
+	$(PY) benchmarks/learned.py ship
+
 bench: $(STAMP)
 	$(PY) benchmarks/bench_sim.py
 	$(PY) benchmarks/bench_env.py
@@ -97,6 +107,8 @@ installcheck:
 	cd $(CHECK)/run && ../venv/bin/bacepipe train compare --logdir runs --policies bace-pipe,fcfs
 	cd $(CHECK)/run && ../venv/bin/bacepipe compare --seeds 2 \
 		--policies bace-pipe,maskable_ppo:runs/tiny/model.zip --out out
+	cd $(CHECK)/run && ../venv/bin/bacepipe evaluate --env-id bacepipe_env/GeoPipe-v2 \
+		--policies sjf+finish-aware,pretrained --episodes 2 --first-seed 3000000
 	rm -rf $(CHECK)
 
 clean:

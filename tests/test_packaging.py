@@ -272,6 +272,9 @@ def test_wheel_installs_only_bacepipe_names(wheel: zipfile.ZipFile) -> None:
     assert "bacepipe_env/py.typed" in names
     assert "bacepipe_env/__main__.py" in names
     assert {f"bacepipe_env/scenarios/data/{s}.json" for s in ("paper", "fig1")} <= set(names)
+    # the pretrained agents: one model and its settings per registered env
+    for slug in ("geopipe", "geopipe-fig1", "geopipe-random", "geopipe-online"):
+        assert {f"bacepipe_env/pretrained/{slug}.{ext}" for ext in ("zip", "json")} <= set(names)
 
 
 def test_wheel_metadata_licence_urls_and_entry_points(wheel: zipfile.ZipFile) -> None:

@@ -55,6 +55,9 @@ class PlacementPreviewer:
         # collision is harmless.
         self._memo: OrderedDict[tuple[object, ...], tuple[object, _Answer]]
         self._memo = OrderedDict()
+        # the same for the state after the next release: (hash, shape) -> (state, placement)
+        self._after: OrderedDict[tuple[object, ...], tuple[object, Placement | None]]
+        self._after = OrderedDict()
         self._shapes: dict[int, tuple[object, ...]] = {}  # job id -> its shape, this scenario
         self._scenario: object = None
 
@@ -64,6 +67,7 @@ class PlacementPreviewer:
     def clear(self) -> None:
         """Forget every remembered answer."""
         self._memo.clear()
+        self._after.clear()
 
     def shape(self, sim: Simulator, job: int) -> tuple[object, ...]:
         """What the placement of ``job`` depends on besides the state (remembered per
@@ -85,16 +89,26 @@ class PlacementPreviewer:
 
     def placement_after(self, sim: Simulator, release: Release) -> Callable[[int, Release], Any]:
         """:meth:`Simulator.placement_on` for one decision's ``release``, memoised by job
-        shape (what the ``wait_preview`` array asks once per visible job)."""
-        memo: dict[tuple[object, ...], Placement | None] = {}
+        shape (what the ``wait_preview`` array asks once per visible job) and, for a pure
+        policy, by the release state across decisions and episodes, like the previews."""
+        if not self.pure:
+            self._after.clear()
+        memo = self._after
+        state = (sim.cluster, release.free, release.residual)
+        state_hash = hash(state)
 
-        def placement_on(job: int, state: Release) -> Placement | None:
-            if state is not release:  # another state: nothing remembered for it
-                return sim.placement_on(job, state)
-            key = self.shape(sim, job)
-            if key not in memo:
-                memo[key] = sim.placement_on(job, state)
-            return memo[key]
+        def placement_on(job: int, at: Release) -> Placement | None:
+            if at is not release:  # another state: nothing remembered for it
+                return sim.placement_on(job, at)
+            key = (state_hash, self.shape(sim, job))
+            hit = memo.get(key)
+            if hit is not None and hit[0] == state:
+                return hit[1]
+            got = sim.placement_on(job, at)
+            memo[key] = (state, got)
+            if len(memo) > self.memo_size:
+                memo.popitem(last=False)  # first in, first out
+            return got
 
         return placement_on
 

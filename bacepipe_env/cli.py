@@ -765,7 +765,14 @@ def _with_pretrained(policies: list[str], scenario: str) -> list[str]:
     return resolve_pretrained(policies, env_id)
 
 
+def _check_out(out: str) -> None:
+    """``--out`` names a folder: an empty one would write into the current directory."""
+    if not out.strip():
+        raise ValidationError("--out", out, "give an output directory")
+
+
 def _experiment(args: argparse.Namespace) -> int:
+    _check_out(args.out)
     knobs = _world(args)
     seeds = parse_seeds(args.seeds)
     policies = _with_pretrained(_policies(args.policies), args.scenario)
@@ -824,8 +831,7 @@ def _experiment(args: argparse.Namespace) -> int:
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    if not args.out.strip():
-        raise ValidationError("--out", args.out, "give an output directory")
+    _check_out(args.out)
     seeds = parse_seeds(args.seeds)
     outcome = run_reproduce(Path(args.out), seeds, workers=args.workers or default_workers())
     for warning in outcome.warnings:
@@ -856,8 +862,7 @@ def parse_loads(text: str) -> list[float]:
 
 
 def _online(args: argparse.Namespace) -> int:
-    if not args.out.strip():
-        raise ValidationError("--out", args.out, "give an output directory")
+    _check_out(args.out)
     seeds = parse_seeds(args.seeds)
     loads = parse_loads(args.loads)
     policies = None if args.policies is None else _policies(args.policies)
@@ -891,8 +896,7 @@ def parse_rates(text: str) -> list[float]:
 
 
 def _faults_experiment(args: argparse.Namespace) -> int:
-    if not args.out.strip():
-        raise ValidationError("--out", args.out, "give an output directory")
+    _check_out(args.out)
     seeds = parse_seeds(args.seeds)
     rates = parse_rates(args.rates)
     policies = _policies(args.policies)

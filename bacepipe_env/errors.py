@@ -9,16 +9,33 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "MAX_FIELD_CHARS",
+    "MAX_REASON_CHARS",
+    "MAX_VALUE_CHARS",
     "BacepipeError",
     "PlacementError",
     "ScenarioError",
     "SimulationError",
     "ValidationError",
+    "shorten",
 ]
 
 
 class BacepipeError(Exception):
     """Base class of every error this package raises on purpose."""
+
+
+#: How much of an error line each part may take (the line stays about 200 characters).
+MAX_FIELD_CHARS, MAX_REASON_CHARS, MAX_VALUE_CHARS = 40, 170, 30
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` if it has at most ``limit`` characters, else its start and how many more."""
+    n = len(text)
+    if n <= limit:
+        return text
+    keep = max(1, limit - len(f"... ({n:,} more chars)"))
+    return f"{text[:keep]}... ({n - keep:,} more chars)"
 
 
 class ValidationError(BacepipeError, ValueError):
@@ -32,7 +49,12 @@ class ValidationError(BacepipeError, ValueError):
         self.field = field
         self.value = value
         self.reason = reason
-        super().__init__(f"{field}: {reason} (got {value!r})")
+        # one short line whatever the input: a huge value (a 95 MB file's worth of names, a
+        # 10,000-element list) or a long list of valid choices is cut, with how much was left
+        got = shorten(repr(value), MAX_VALUE_CHARS)
+        super().__init__(
+            f"{shorten(field, MAX_FIELD_CHARS)}: {shorten(reason, MAX_REASON_CHARS)} (got {got})"
+        )
 
 
 class ScenarioError(ValidationError):

@@ -218,7 +218,10 @@ def test_online_passes_its_arguments(
         (["--loads", ","], "--loads: give at least one offered load, e.g. 0.4,0.8 (got ',')"),
         (["--loads", "0.8,0.8"], "--loads: a load is listed twice (got '0.8,0.8')"),
         (["--seeds", "abc"], "--seeds: must be a count (10), a list (0,3,7) or a range (0-9) "),
-        (["--policies", "nope"], "policy: unknown policy; choose from: bace-pipe, "),
+        (
+            ["--policies", "nope"],
+            "policy: unknown policy (`bacepipe policies` lists them); choose from: bace-pipe, ",
+        ),
         (["--out", " "], "--out: give an output directory (got ' ')"),
     ],
 )

@@ -16,6 +16,7 @@ from ..policies.registry import make_placement  # the one registry of placements
 from ..scenarios.generators import RandomScenarioGenerator, ScenarioSampler
 
 __all__ = [
+    "RESET_OPTIONS",
     "FixedScenario",
     "ObsScales",
     "RewardConfig",
@@ -26,6 +27,7 @@ __all__ = [
     "make_generator",
     "make_placement",
     "require_choice",
+    "reset_options",
     "resolve_action",
     "resolve_max_queue",
     "resolve_max_regions",
@@ -186,6 +188,24 @@ def require_choice(field: str, value: Any, choices: tuple[Any, ...]) -> Any:
     if not any(isinstance(value, type(c)) and value == c for c in choices):
         raise ValidationError(field, value, f"must be one of {', '.join(map(repr, choices))}")
     return value
+
+
+#: The keys ``GeoPipeEnv.reset(options=...)`` reads.
+RESET_OPTIONS = ("scenario",)
+
+
+def reset_options(options: Any) -> Mapping[str, Any]:
+    """``options`` of ``reset`` checked: None or a mapping of :data:`RESET_OPTIONS` keys."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise ValidationError(
+            "options", options, f"must be None or a dict with the keys {list(RESET_OPTIONS)}"
+        )
+    unknown = sorted(str(k) for k in options if k not in RESET_OPTIONS)
+    if unknown:
+        raise ValidationError("options", unknown, f"unknown keys; known: {list(RESET_OPTIONS)}")
+    return options
 
 
 def checked_scenario(scenario: Any, max_regions: int) -> Scenario:

@@ -118,7 +118,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         if space is not None:  # a vector reward: what MO-Gymnasium's wrappers read
             self.reward_space = space
         self.scales = cfg.coerce_config(ObsScales, scales, "scales")
-        self.preview = bool(preview)
+        self.preview: bool = cfg.require_choice("preview", preview, (True, False))
         self.grid_features: bool = cfg.require_choice("grid_features", grid_features, (True, False))
         self.fault_features: bool = cfg.require_choice(
             "fault_features", fault_features, (True, False)
@@ -153,7 +153,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
     ) -> tuple[Any, dict[str, Any]]:
         """Start an episode; ``options={"scenario": Scenario}`` overrides the generator."""
         super().reset(seed=seed)
-        scenario = (options or {}).get("scenario")
+        scenario = cfg.reset_options(options).get("scenario")
         if scenario is None:
             scenario = self.generator(self.np_random)
         self.scenario = scenario = cfg.checked_scenario(scenario, self.max_regions)
@@ -190,6 +190,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
 
     def action_masks(self) -> np.ndarray:
         """Legal actions now (what sb3-contrib's MaskablePPO asks for)."""
+        self._require_sim()
         return self._mask.astype(bool)
 
     @property

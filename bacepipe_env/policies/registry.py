@@ -205,7 +205,8 @@ def policy_info(name: str) -> PolicyInfo:
         raise ValidationError(
             "policy",
             name,
-            f"unknown policy; choose from: {', '.join(policy_names(include_oracles=True))}",
+            "unknown policy (`bacepipe policies` lists them); choose from: "
+            + ", ".join(policy_names(include_oracles=True)),
         ) from None
 
 

@@ -157,6 +157,11 @@ class RandomScenarioGenerator:
     )
 
     def __post_init__(self) -> None:
+        ranges = ("n_regions", "n_jobs", "price_range", "bandwidth_gbps", "arrival_rate_per_h")
+        for name in (*ranges, *(("carbon_range",) if self.carbon_range is not None else ())):
+            value = getattr(self, name)
+            if not isinstance(value, (tuple, list)) or len(value) != 2:
+                raise ScenarioError(name, value, "must be a (low, high) pair")
         for name in ("n_regions", "n_jobs"):
             lo, hi = getattr(self, name)
             require_int(f"{name}[0]", lo, minimum=1)
@@ -166,6 +171,8 @@ class RandomScenarioGenerator:
             require_float(f"{name}[0]", lo, minimum=0.0)
             require_float(f"{name}[1]", hi, minimum=lo)
         require_float("bandwidth_gbps[0]", self.bandwidth_gbps[0], positive=True)
+        # a rate of 0 would mean no arrivals at all: inter-arrival times of 1 / 0
+        require_float("arrival_rate_per_h[0]", self.arrival_rate_per_h[0], positive=True)
         require_float("p_batch", self.p_batch, minimum=0.0, maximum=1.0)
         if self.carbon_range is not None:
             lo, hi = self.carbon_range

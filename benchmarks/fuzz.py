@@ -1,0 +1,304 @@
+"""A mutation fuzzer over bacepipe's inputs that counts how each case ends (issue 13's "before").
+
+Three families of cases, each run in its own subprocess with a timeout:
+
+- **scenario files**: a built-in scenario's JSON with one field replaced by a hostile value
+  (huge, tiny, negative, NaN-like, a bool, a numeric string, a deep list), simulated with
+  ``bacepipe simulate --scenario FILE --json OUT``;
+- **CLI flags**: one ``bacepipe simulate`` / ``compare`` / ``sweep`` flag set to a hostile
+  value;
+- **env arguments**: ``GeoPipeEnv(**{name: value})`` (or ``reset(options=value)``, or a
+  method before ``reset``), stepped a few times.
+
+Every case is classified: ``clean`` (exit 2 with one line of at most 200 characters, or, for
+env cases, a ``ValueError``/``TypeError``/``RuntimeError`` whose message is one line that
+names the argument; or a normal exit whose output is finite, valid JSON where JSON was asked
+for), ``traceback``, ``hang`` (over the timeout), ``non-finite`` (``nan``/``inf`` printed or
+written), ``long-error`` (an error over 200 characters or several lines) and ``other``.
+
+    python benchmarks/fuzz.py [--cases N] [--seed S] [--timeout S] [--json OUT]
+
+prints the counts per family and the first few cases of each bad kind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bacepipe_env" / "scenarios" / "data"
+HOSTILE: list[Any] = [
+    1e308,
+    -1e308,
+    1e-300,
+    0,
+    -1,
+    10**23,
+    1e9,
+    True,
+    False,
+    "12",
+    "",
+    None,
+    [],
+    {},
+    [[[[[[[[[[1]]]]]]]]]],
+]
+FLAG_VALUES = ["1e308", "-1", "0", "nan", "inf", "1e9", "100000000", "x", "", "1" * 23, "1e11"]
+FLAGS = {
+    "simulate": [
+        "--seed",
+        "--bandwidth-scale",
+        "--gpu-scale",
+        "--jobs",
+        "--start-hour",
+        "--load",
+        "--gpu-failure-rate",
+        "--checkpoint-interval-s",
+        "--restart-s",
+        "--egress",
+        "--policy",
+        "--admission",
+        "--prices",
+        "--outage",
+        "--link-degrade",
+        "--json",
+    ],
+    "compare": ["--seeds", "--policies", "--workers", "--out"],
+    "sweep": ["--values", "--seeds"],
+}
+ENV_ARGS = [
+    "max_queue",
+    "max_regions",
+    "allow_wait",
+    "observation",
+    "illegal_action",
+    "preview",
+    "grid_features",
+    "running_features",
+    "max_steps",
+    "admission",
+    "placement",
+    "n_jobs",
+    "scales",
+    "reward",
+]
+NONFINITE = re.compile(r"\b(nan|inf|NaN|Infinity|-inf)\b")
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every leaf's path in a JSON value."""
+    if isinstance(node, dict):
+        return [p for k, v in node.items() for p in _paths(v, (*prefix, k))]
+    if isinstance(node, list):
+        return [p for i, v in enumerate(node) for p in _paths(v, (*prefix, i))]
+    return [prefix]
+
+
+def _set(node: Any, path: tuple[Any, ...], value: Any) -> None:
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+
+
+MEMORY_BYTES = 3 * 2**30
+SCRATCH = Path(tempfile.gettempdir())  # replaced by main's temporary folder
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+
+def _run(argv: list[str], timeout: float, code: str | None = None) -> tuple[str, str]:
+    """(kind, detail) of one subprocess case."""
+    cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "bacepipe_env", *argv]
+    # its own process group, so that a timeout ends the case's worker processes too, and at
+    # most MEMORY_BYTES of address space per process, so that a runaway case cannot take the
+    # machine with it (it fails with a MemoryError instead)
+    child = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a scratch folder: a relative --out (``--out nan``) must not land in the checkout;
+        # this checkout's package first on the path
+        cwd=SCRATCH,
+        env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        start_new_session=True,
+        preexec_fn=_limit_memory,
+    )
+    try:
+        stdout, stderr = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        return "hang", " ".join(argv)[:160]
+    proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
+    err = proc.stderr.strip()
+    if "Traceback" in err:
+        return "traceback", err.splitlines()[-1][:160]
+    if proc.returncode == 2:
+        lines = err.splitlines()
+        if len(lines) == 1 and len(lines[0]) <= 200:
+            return "clean", lines[0][:160]
+        return "long-error", f"{len(lines)} lines, {len(err)} chars"
+    if proc.returncode == 0:
+        # the printed figures, not the lines that echo a path (``--out nan`` is a folder)
+        shown = [ln for ln in proc.stdout.splitlines() if not ln.startswith(("wrote", "Tensor"))]
+        if any(NONFINITE.search(ln) for ln in shown):
+            return "non-finite", proc.stdout[:160]
+        if "--json" in argv:  # what it wrote must be strict JSON
+            out = Path(argv[argv.index("--json") + 1])
+            if out.is_file() and NONFINITE.search(out.read_text()):
+                return "non-finite", f"{out.name} holds NaN or Infinity"
+        return "clean", ""
+    return "other", f"exit {proc.returncode}: {err[:160]}"
+
+
+def scenario_cases(rng: random.Random, n: int, tmp: Path) -> list[tuple[str, list[str]]]:
+    """``n`` mutated scenario files, as simulate command lines."""
+    bases = {p.stem: json.loads(p.read_text()) for p in sorted(DATA.glob("*.json"))}
+    out = []
+    for i in range(n):
+        name = rng.choice(sorted(bases))
+        doc = json.loads(json.dumps(bases[name]))
+        path = rng.choice(_paths(doc))
+        value = rng.choice(HOSTILE)
+        _set(doc, path, value)
+        f = tmp / f"case{i}.json"
+        f.write_text(json.dumps(doc))
+        label = f"{name}:{'/'.join(map(str, path))}={json.dumps(value)[:30]}"
+        out.append((label, ["simulate", "--scenario", str(f), "--json", str(tmp / f"o{i}.json")]))
+    return out
+
+
+def flag_cases(rng: random.Random, n: int, tmp: Path) -> list[tuple[str, list[str]]]:
+    """``n`` CLI command lines with one hostile flag value."""
+    out = []
+    for i in range(n):
+        command = rng.choice(sorted(FLAGS))
+        flag = rng.choice(FLAGS[command])
+        value = rng.choice(FLAG_VALUES)
+        argv = [command, flag, value]
+        if command == "compare" and flag != "--out":
+            argv += ["--out", str(tmp / f"c{i}"), "--seeds", "2"] if flag != "--seeds" else []
+        if command == "compare" and flag == "--seeds":
+            argv += ["--out", str(tmp / f"c{i}")]
+        if command == "sweep":
+            argv += ["--kind", "jobs", "--out", str(tmp / f"s{i}")]
+            if flag != "--seeds":
+                argv += ["--seeds", "1"]
+        out.append((" ".join(argv[:3]), argv))
+    return out
+
+
+_ENV_CODE = """
+import numpy as np
+from bacepipe_env.envs.geopipe import GeoPipeEnv
+kwargs = {kwargs}
+mode = {mode!r}
+try:
+    env = GeoPipeEnv("paper", **kwargs) if mode != "random" else GeoPipeEnv("random", **kwargs)
+    if mode == "before-reset":
+        env.action_masks()
+    options = {options}
+    obs, info = env.reset(seed=0, options=options) if options is not None else env.reset(seed=0)
+    for _ in range(5):
+        legal = np.flatnonzero(info["action_mask"])
+        obs, r, term, trunc, info = env.step(int(legal[0]))
+        if not np.all(np.isfinite(np.asarray(r, dtype=float))):
+            print("nan reward")
+        if term or trunc:
+            break
+except (ValueError, TypeError, RuntimeError, KeyError) as err:
+    import sys
+    msg = str(err)
+    sys.stderr.write(msg + "\\n")
+    sys.exit(2)
+"""
+
+
+def env_cases(rng: random.Random, n: int) -> list[tuple[str, str]]:
+    """``n`` env constructions with one hostile argument (or call order)."""
+    out = []
+    for _ in range(n):
+        roll = rng.random()
+        if roll < 0.1:
+            out.append(
+                (
+                    "action_masks() before reset",
+                    _ENV_CODE.format(kwargs="{}", mode="before-reset", options="None"),
+                )
+            )
+            continue
+        if roll < 0.2:
+            value = rng.choice([*HOSTILE, "x"])
+            out.append(
+                (
+                    f"reset(options={value!r})",
+                    _ENV_CODE.format(kwargs="{}", mode="paper", options=repr(value)),
+                )
+            )
+            continue
+        name = rng.choice(ENV_ARGS)
+        value = rng.choice([*HOSTILE, "no", (1,), (0, 0), 7])
+        mode = "random" if name in ("n_jobs", "max_regions") else "paper"
+        label = f"{name}={value!r}"[:60]
+        out.append((label, _ENV_CODE.format(kwargs=repr({name: value}), mode=mode, options="None")))
+    return out
+
+
+def main() -> None:
+    """Run the cases and print the counts."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=60, help="cases per family")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--timeout", type=float, default=20.0, help="seconds per case")
+    parser.add_argument("--json", default="", help="write every case's outcome here")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    results: dict[str, list[tuple[str, str, str]]] = {}
+    global SCRATCH
+    with tempfile.TemporaryDirectory() as d:
+        tmp = SCRATCH = Path(d)
+        families: dict[str, list[tuple[str, list[str] | str]]] = {
+            "scenario files": list(scenario_cases(rng, args.cases, tmp)),
+            "CLI flags": list(flag_cases(rng, args.cases, tmp)),
+            "env arguments": list(env_cases(rng, args.cases)),
+        }
+        for family, cases in families.items():
+            rows = []
+            for label, case in cases:
+                if isinstance(case, str):
+                    kind, detail = _run([], args.timeout, code=case)
+                else:
+                    kind, detail = _run(case, args.timeout)
+                rows.append((label, kind, detail))
+            results[family] = rows
+    total: Counter[str] = Counter()
+    for family, rows in results.items():
+        counts = Counter(kind for _, kind, _ in rows)
+        total.update(counts)
+        print(f"{family}: {len(rows)} cases, " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        for kind in ("traceback", "hang", "non-finite", "long-error", "other"):
+            for label, _k, detail in [r for r in rows if r[1] == kind][:3]:
+                print(f"  {kind}: {label} -> {detail}")
+    print("all: " + ", ".join(f"{k} {v}" for k, v in sorted(total.items())))
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -712,18 +712,29 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The most seeds one experiment takes, and the largest seed (numpy's int64 range).
+MAX_SEEDS, MAX_SEED = 100_000, 2**63 - 1
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"10"`` -> seeds 0..9; ``"0,3,7"`` -> those; ``"2-5"`` -> 2..5 inclusive."""
     text = text.strip()
     try:
         if text.isdigit():
-            seeds = list(range(int(text)))
+            count = int(text)
+            if count > MAX_SEEDS:
+                raise ValidationError("--seeds", text, f"at most {MAX_SEEDS:,} seeds")
+            seeds = list(range(count))
         elif "-" in text and "," not in text:
             lo, hi = (int(x) for x in text.split("-", 1))
+            if hi - lo + 1 > MAX_SEEDS:
+                raise ValidationError("--seeds", text, f"at most {MAX_SEEDS:,} seeds")
             seeds = list(range(lo, hi + 1))
         else:
             seeds = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
+    except ValueError as err:
+        if isinstance(err, ValidationError):
+            raise
         raise ValidationError(
             "--seeds", text, "must be a count (10), a list (0,3,7) or a range (0-9)"
         ) from None
@@ -733,6 +744,10 @@ def parse_seeds(text: str) -> list[int]:
         )
     if any(s < 0 for s in seeds):
         raise ValidationError("--seeds", text, "seeds must be >= 0")
+    if len(seeds) > MAX_SEEDS or any(s > MAX_SEED for s in seeds):
+        raise ValidationError(
+            "--seeds", text, f"at most {MAX_SEEDS:,} seeds, each at most 2**63 - 1"
+        )
     return seeds
 
 

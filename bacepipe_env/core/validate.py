@@ -20,8 +20,10 @@ def require_int(
     *,
     minimum: int | None = None,
     exc: type[ValidationError] = ScenarioError,
+    maximum: int | None = None,
 ) -> int:
-    """Return ``value`` as an int, or raise if it is not a whole number >= ``minimum``."""
+    """Return ``value`` as an int, or raise if it is not a whole number in [``minimum``,
+    ``maximum``]."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value):
             value = int(value)
@@ -30,6 +32,8 @@ def require_int(
     number = int(value)
     if minimum is not None and number < minimum:
         raise exc(field, number, f"must be >= {minimum}")
+    if maximum is not None and number > maximum:
+        raise exc(field, number, f"must be <= {maximum:,}")
     return number
 
 

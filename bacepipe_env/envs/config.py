@@ -142,22 +142,29 @@ def make_generator(
     raise ValidationError("scenario", scenario, "must be a name, a Scenario or a generator")
 
 
+#: The largest window and region padding an env takes: its arrays are ``max_queue`` rows and
+#: ``max_regions`` squared cells, allocated at construction.
+MAX_QUEUE, MAX_REGIONS = 100_000, 1_024
+
+
 def resolve_max_regions(max_regions: int | None, generator: object) -> int:
     """``max_regions``, or the generator's ``max_regions`` attribute when it is None."""
-    return _from_generator("max_regions", max_regions, generator, "max_regions")
+    return _from_generator("max_regions", max_regions, generator, "max_regions", MAX_REGIONS)
 
 
 def resolve_max_queue(max_queue: int | None, generator: object) -> int:
     """``max_queue``, or the generator's ``max_jobs`` attribute when it is None: a window that
     holds every job an episode can have, so that no candidate is ever out of sight."""
-    return _from_generator("max_queue", max_queue, generator, "max_jobs")
+    return _from_generator("max_queue", max_queue, generator, "max_jobs", MAX_QUEUE)
 
 
-def _from_generator(field: str, value: int | None, generator: object, attribute: str) -> int:
+def _from_generator(
+    field: str, value: int | None, generator: object, attribute: str, maximum: int
+) -> int:
     k = value if value is not None else getattr(generator, attribute, None)
     if k is None:
         raise ValidationError(field, None, f"give it for a generator without {attribute}")
-    return require_int(field, k, minimum=1, exc=ValidationError)
+    return require_int(field, k, minimum=1, exc=ValidationError, maximum=maximum)
 
 
 def resolve_action(action: Any, mask: np.ndarray, strict: bool) -> tuple[int, bool]:

@@ -64,3 +64,16 @@ def test_random_env_ranges_are_pairs_with_a_positive_rate(knob, value, needle):
     with pytest.raises(ValidationError) as err:
         GeoPipeEnv("random", max_queue=16, **{knob: value})
     assert needle in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"max_queue": 10**23}, "max_queue: must be <= 100,000"),
+        ({"max_regions": 10**9}, "max_regions: must be <= 1,024"),
+    ],
+)
+def test_the_window_and_the_padding_are_bounded(kwargs, needle):
+    """1e23 slots overflowed and 1e9 regions tried to allocate 4.7 GiB: now one line."""
+    with pytest.raises(ValidationError, match=needle):
+        GeoPipeEnv("paper", **kwargs)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,10 +20,11 @@ from typing import Any, NoReturn
 from . import __version__
 from .core.admission import ADMISSION_RULES
 from .core.faults import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_RESTART_S, LLAMA3_FAILURE_RATE
+from .core.limits import LIMITS, Limit, check_limit
 from .core.simulator import RunResult
 from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
-from .errors import BacepipeError, ValidationError
+from .errors import BacepipeError, ValidationError, choices, shorten
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
 from .experiments.evaluate import evaluate_policies, learned_display_name
 from .experiments.faults import DEFAULT_POLICIES as FAULT_POLICIES
@@ -58,25 +59,43 @@ __all__ = ["format_run", "main"]
 ONLINE_LOADS = DEFAULT_LOADS  # the experiment's defaults are the command's
 
 
-def _positive_float(text: str) -> float:
+#: ``--workers`` at most (a process pool of millions would not start).
+MAX_WORKERS = 1_024
+
+
+def _limit_reason(limit: Limit) -> str:
+    unit = f" {limit.unit}" if limit.unit else ""
+    kind = "a whole number" if limit.integer else "a number"
+    return f"must be {kind} in {limit.text()}{unit}"
+
+
+def flag_number(flag: str, text: Any, key: str | Limit) -> Any:
+    """A flag's text as a number inside ``LIMITS[key]`` (or the Limit ``key``), the one range
+    the scenario file's field of that meaning has; else a one-line ValidationError naming the
+    flag and the range."""
+    limit = LIMITS[key] if isinstance(key, str) else key
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
+        number: float = int(text) if limit.integer else float(text)
+    except (TypeError, ValueError, OverflowError):
+        try:  # "1e3" for a count
+            number = float(text)
+        except (TypeError, ValueError):
+            raise ValidationError(flag, text, _limit_reason(limit)) from None
+    try:
+        return check_limit(flag, number, limit=limit, exc=ValidationError)
+    except ValidationError:
+        raise ValidationError(flag, text, _limit_reason(limit)) from None
 
 
-def _int_at_least(minimum: int) -> Any:
-    def parse(text: str) -> int:
+def _limited(key: str | Limit) -> Any:
+    """An argparse type: :func:`flag_number` for a flag that argparse names itself."""
+
+    def parse(text: str) -> Any:
         try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
+            return flag_number("", text, key)
+        except ValidationError:
+            limit = LIMITS[key] if isinstance(key, str) else key
+            raise argparse.ArgumentTypeError(f"{_limit_reason(limit)}, got {text!r}") from None
 
     return parse
 
@@ -189,27 +208,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument(
         "--seed",
-        type=_int_at_least(0),
+        type=_limited("seed"),
         default=0,
         help="seed of the scenario's random draws (default 0)",
     )
     sim.add_argument(
         "--bandwidth-scale",
-        type=_positive_float,
+        type=_limited("bandwidth_scale"),
         default=1.0,
         metavar="X",
         help="multiply every inter-region link (default 1)",
     )
     sim.add_argument(
         "--gpu-scale",
-        type=_positive_float,
+        type=_limited("gpu_scale"),
         default=1.0,
         metavar="X",
         help="multiply every region's GPUs, rounded, at least 1 (default 1)",
     )
     sim.add_argument(
         "--jobs",
-        type=_int_at_least(1),
+        type=_limited("workload.n_jobs"),
         default=None,
         metavar="N",
         help="number of jobs (default: the scenario's)",
@@ -243,7 +262,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--workers",
-            type=_int_at_least(1),
+            type=_limited(Limit(1, MAX_WORKERS, integer=True)),
             default=None,
             metavar="N",
             help="worker processes (default: up to 2 cores)",
@@ -326,7 +345,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     onl.add_argument(
         "--jobs",
-        type=_int_at_least(1),
+        type=_limited("workload.n_jobs"),
         default=DEFAULT_N_JOBS,
         metavar="N",
         help="jobs per episode (default 500)",
@@ -387,14 +406,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--episodes",
-        type=_int_at_least(1),
+        type=_limited(Limit(1, MAX_SEEDS, integer=True)),
         required=True,
         metavar="N",
         help="episodes per policy, the same for every policy",
     )
     ev.add_argument(
         "--first-seed",
-        type=_int_at_least(0),
+        type=_limited("seed"),
         required=True,
         metavar="S",
         help="reset seed of the first episode; the episodes are S, S+1, ..., S+N-1",
@@ -546,17 +565,6 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
     return "\n".join(out)
 
 
-def _finite_positive(flag: str, value: Any, unit: str = "") -> float:
-    """A flag's value as a finite number > 0, or a ValidationError naming the flag."""
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not (math.isfinite(number) and number > 0):
-        raise ValidationError(flag, value, f"must be a finite number > 0{unit}")
-    return number
-
-
 def _start_hour(text: str) -> float | str:
     """``--start-hour``: ``random`` or an hour of 2023 in [0, 8760)."""
     if text.strip() == "random":
@@ -571,21 +579,10 @@ def _start_hour(text: str) -> float | str:
     return hour
 
 
-def _number(flag: str, value: str, reason: str, *, minimum: float = 0.0) -> float:
-    """A flag's (or a field's) value as a finite number >= ``minimum``."""
-    try:
-        number = float(value)
-    except ValueError:
-        number = math.nan
-    if not (math.isfinite(number) and number >= minimum):
-        raise ValidationError(flag, value, reason)
-    return number
-
-
 def _window(flag: str, spec: str, start: str, end: str) -> tuple[float, float]:
     """``START_H`` and ``END_H`` of a fault flag: numbers of hours, 0 <= START_H < END_H."""
-    t0 = _number(flag, start, "START_H must be a finite number of hours >= 0")
-    t1 = _number(flag, end, "END_H must be a finite number of hours >= 0")
+    t0 = flag_number(f"{flag} START_H", start, "events.start_h")
+    t1 = flag_number(f"{flag} END_H", end, "events.end_h")
     if t1 <= t0:
         raise ValidationError(flag, spec, "END_H must be after START_H")
     return t0, t1
@@ -615,9 +612,7 @@ def parse_link_degrade(spec: str) -> tuple[str, str, float, float, float]:
     src, dst, factor, start, end = (f.strip() for f in fields)
     if src == dst:
         raise ValidationError("--link-degrade", spec, "a link joins two different regions")
-    f = _number("--link-degrade", factor, "FACTOR must be a number in (0, 1]")
-    if not 0 < f <= 1:  # 0 passes _number
-        raise ValidationError("--link-degrade", factor, "FACTOR must be a number in (0, 1]")
+    f = flag_number("--link-degrade FACTOR", factor, "events.factor (link)")
     t0, t1 = _window("--link-degrade", spec, start, end)
     return src, dst, f, t0, t1
 
@@ -630,19 +625,15 @@ def _faults(args: argparse.Namespace) -> dict[str, Any]:
     if args.link_degrade:
         knobs["link_changes"] = tuple(parse_link_degrade(x) for x in args.link_degrade)
     if args.gpu_failure_rate is not None:
-        knobs["gpu_failure_rate"] = _number(
-            "--gpu-failure-rate",
-            args.gpu_failure_rate,
-            "must be a finite number of failures per GPU-hour >= 0",
+        knobs["gpu_failure_rate"] = flag_number(
+            "--gpu-failure-rate", args.gpu_failure_rate, "gpu_failure_rate"
         )
     if args.checkpoint_interval_s is not None:
-        knobs["checkpoint_interval_s"] = _finite_positive(
-            "--checkpoint-interval-s", args.checkpoint_interval_s, " (seconds)"
+        knobs["checkpoint_interval_s"] = flag_number(
+            "--checkpoint-interval-s", args.checkpoint_interval_s, "checkpoint_interval_s"
         )
     if args.restart_s is not None:
-        knobs["restart_s"] = _number(
-            "--restart-s", args.restart_s, "must be a finite number of seconds >= 0"
-        )
+        knobs["restart_s"] = flag_number("--restart-s", args.restart_s, "restart_s")
     return knobs
 
 
@@ -669,9 +660,11 @@ def _world(args: argparse.Namespace) -> dict[str, Any]:
     if args.start_hour is not None:
         knobs["start_hour"] = _start_hour(args.start_hour)
     if args.egress is not None:
-        knobs["egress_usd_per_gb"] = _finite_positive("--egress", args.egress, " ($/GB)")
+        knobs["egress_usd_per_gb"] = flag_number(
+            "--egress", args.egress, replace(LIMITS["egress_usd_per_gb"], open_low=True)
+        )
     if args.load is not None:
-        knobs["load"] = _finite_positive("--load", args.load)
+        knobs["load"] = flag_number("--load", args.load, "workload.load")
     knobs.update(_faults(args))
     return knobs
 
@@ -700,7 +693,7 @@ def _simulate(args: argparse.Namespace) -> int:
         print(format_run(result, names, faults=faults))
     if args.json is not None:
         payload = {"params": dict(scenario.params), **result.to_dict(names)}
-        text = json.dumps(payload, indent=2)
+        text = json.dumps(payload, indent=2, allow_nan=False)  # the run's figures are finite
         if args.json == "-":
             print(text)
         else:
@@ -759,7 +752,7 @@ def _policies(text: str) -> list[str]:
     )
     if not names:
         raise ValidationError(
-            "--policies", text, f"give at least one of: {', '.join(policy_names())}"
+            "--policies", text, f"give at least one of: {choices(policy_names())}"
         )
     for name in names:
         # learned models (algo:path) are checked when loaded, ``pretrained`` once the env is known
@@ -868,7 +861,9 @@ def _reproduce(args: argparse.Namespace) -> int:
 
 def parse_loads(text: str) -> list[float]:
     """``--loads "0.4,0.8"``: offered loads, each a finite number > 0, none twice."""
-    loads = [_finite_positive("--loads", x.strip()) for x in text.split(",") if x.strip()]
+    loads = [
+        flag_number("--loads", x.strip(), "workload.load") for x in text.split(",") if x.strip()
+    ]
     if not loads:
         raise ValidationError("--loads", text, "give at least one offered load, e.g. 0.4,0.8")
     if len(set(loads)) != len(loads):
@@ -897,9 +892,7 @@ def parse_rates(text: str) -> list[float]:
     """``--rates "0,2e-5,2e-4"``: GPU failure rates, each a finite number >= 0, 0 among them,
     none twice."""
     rates = [
-        _number("--rates", x.strip(), "each rate must be a finite number >= 0")
-        for x in text.split(",")
-        if x.strip()
+        flag_number("--rates", x.strip(), "gpu_failure_rate") for x in text.split(",") if x.strip()
     ]
     if not rates:
         raise ValidationError("--rates", text, "give at least one rate, e.g. 0,2e-5,2e-4")
@@ -933,7 +926,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not policies:
         raise ValidationError(
-            "--policies", args.policies, f"give at least one of: {', '.join(policy_names())}"
+            "--policies", args.policies, f"give at least one of: {choices(policy_names())}"
         )
     if args.env_id not in ENV_IDS:
         raise ValidationError(
@@ -974,6 +967,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _error(err: BacepipeError) -> None:
+    """Print ``err`` as the one ``bacepipe: error:`` line, under 200 characters whatever it
+    holds (a ValidationError already is; a SimulationError listing many jobs is cut)."""
+    text = str(err).replace("\r", " ").replace("\n", " ")
+    print(f"bacepipe: error: {shorten(text, 200 - len('bacepipe: error: '))}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``bacepipe`` console script; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -981,7 +981,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return _train(argv[1:])
         except BacepipeError as err:
-            print(f"bacepipe: error: {err}", file=sys.stderr)
+            _error(err)
             return 2
     args = _parser().parse_args(argv)
     try:
@@ -1009,7 +1009,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _evaluate(args)
         return _simulate(args)
     except BacepipeError as err:
-        print(f"bacepipe: error: {err}", file=sys.stderr)
+        _error(err)
         return 2
     except BrokenPipeError:  # the reader went away (`bacepipe ... | head`): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

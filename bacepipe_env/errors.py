@@ -6,17 +6,19 @@ command-line front end can catch one type and print one line.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
     "MAX_FIELD_CHARS",
-    "MAX_REASON_CHARS",
+    "MAX_LINE_CHARS",
     "MAX_VALUE_CHARS",
     "BacepipeError",
     "PlacementError",
     "ScenarioError",
     "SimulationError",
     "ValidationError",
+    "choices",
     "shorten",
 ]
 
@@ -25,8 +27,24 @@ class BacepipeError(Exception):
     """Base class of every error this package raises on purpose."""
 
 
-#: How much of an error line each part may take (the line stays about 200 characters).
-MAX_FIELD_CHARS, MAX_REASON_CHARS, MAX_VALUE_CHARS = 40, 170, 30
+#: How much of an error line each part may take: the field and the value found, and the whole
+#: message, which the reason fills; with the command line's ``bacepipe: error: `` in front
+#: the line stays under 200 characters.
+MAX_FIELD_CHARS, MAX_VALUE_CHARS, MAX_LINE_CHARS = 40, 30, 180
+
+
+def choices(names: Iterable[str], limit: int = 70) -> str:
+    """``a, b, c`` if that fits in ``limit`` characters, else as many names as fit and how
+    many more: ``a, b, ... (21 more)``."""
+    names = list(names)
+    shown: list[str] = []
+    for i, name in enumerate(names):
+        rest = len(names) - i
+        tail = f", ... ({rest - 1:,} more)" if rest > 1 else ""
+        if shown and len(", ".join([*shown, name])) + len(tail) > limit:
+            return ", ".join(shown) + f", ... ({rest:,} more)"
+        shown.append(name)
+    return ", ".join(shown)
 
 
 def shorten(text: str, limit: int) -> str:
@@ -51,10 +69,10 @@ class ValidationError(BacepipeError, ValueError):
         self.reason = reason
         # one short line whatever the input: a huge value (a 95 MB file's worth of names, a
         # 10,000-element list) or a long list of valid choices is cut, with how much was left
-        got = shorten(repr(value), MAX_VALUE_CHARS)
-        super().__init__(
-            f"{shorten(field, MAX_FIELD_CHARS)}: {shorten(reason, MAX_REASON_CHARS)} (got {got})"
-        )
+        where = shorten(field, MAX_FIELD_CHARS)
+        got = f" (got {shorten(repr(value), MAX_VALUE_CHARS)})"
+        room = max(40, MAX_LINE_CHARS - len(where) - 2 - len(got))
+        super().__init__(f"{where}: {shorten(reason, room)}{got}")
 
 
 class ScenarioError(ValidationError):

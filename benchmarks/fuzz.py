@@ -1,12 +1,15 @@
-"""A mutation fuzzer over bacepipe's inputs that counts how each case ends (issue 13's "before").
+"""A mutation fuzzer over bacepipe's inputs that counts how each case ends.
 
 Three families of cases, each run in its own subprocess with a timeout:
 
-- **scenario files**: a built-in scenario's JSON with one field replaced by a hostile value
-  (huge, tiny, negative, NaN-like, a bool, a numeric string, a deep list), simulated with
-  ``bacepipe simulate --scenario FILE --json OUT``;
-- **CLI flags**: one ``bacepipe simulate`` / ``compare`` / ``sweep`` flag set to a hostile
-  value;
+- **scenario files**: a scenario's JSON with one field (a leaf or a whole section) replaced by
+  a hostile value (huge, tiny, negative, NaN, a bool, a numeric string, a deep list) or
+  deleted, simulated with ``bacepipe simulate --scenario FILE --json OUT``. The bases are the
+  built-in scenarios and three made here from them: one with fault events, a GPU failure rate
+  and checkpoints (``faults``), one with hourly prices, an egress matrix and an admission rule
+  (``tariff``), and one whose jobs are an explicit arrival trace (``trace``);
+- **CLI flags**: one ``bacepipe simulate`` / ``compare`` / ``sweep`` / ``online`` /
+  ``faults`` flag set to a hostile value (the experiments on a one-seed budget);
 - **env arguments**: ``GeoPipeEnv(**{name: value})`` (or ``reset(options=value)``, or a
   method before ``reset``), stepped a few times.
 
@@ -18,7 +21,8 @@ written), ``long-error`` (an error over 200 characters or several lines) and ``o
 
     python benchmarks/fuzz.py [--cases N] [--seed S] [--timeout S] [--json OUT]
 
-prints the counts per family and the first few cases of each bad kind.
+prints the counts per family and the first few cases of each bad kind. ``tests/test_fuzz.py``
+runs it on a small budget in every CI run (:func:`run_cases`).
 """
 
 from __future__ import annotations
@@ -55,8 +59,32 @@ HOSTILE: list[Any] = [
     [],
     {},
     [[[[[[[[[[1]]]]]]]]]],
+    float("nan"),  # written as NaN, which Python's json reads and the standard does not
+    float("inf"),
+    2.5,
+    100_001,
+    10**400,
+    "random",
+    "x" * 300,
 ]
-FLAG_VALUES = ["1e308", "-1", "0", "nan", "inf", "1e9", "100000000", "x", "", "1" * 23, "1e11"]
+DELETE = object()  # a mutation that removes the key
+FLAG_VALUES = [
+    "1e308",
+    "-1",
+    "0",
+    "nan",
+    "inf",
+    "1e9",
+    "100000000",
+    "x",
+    "",
+    "1" * 23,
+    "1e11",
+    "2.5",
+    "EU-West:1:nan",
+    "EU-West:US-East-2:2:1:3",
+    "a,b,,c",
+]
 FLAGS = {
     "simulate": [
         "--seed",
@@ -76,8 +104,18 @@ FLAGS = {
         "--link-degrade",
         "--json",
     ],
-    "compare": ["--seeds", "--policies", "--workers", "--out"],
+    "compare": ["--seeds", "--policies", "--workers", "--out", "--admission", "--prices"],
     "sweep": ["--values", "--seeds"],
+    "online": ["--loads", "--jobs", "--seeds", "--policies"],
+    "faults": ["--rates", "--seeds", "--scenario", "--policies"],
+}
+#: What each command runs with besides the fuzzed flag: one seed and a small world, so that a
+#: valid value finishes well inside the timeout (a long run is not a hang).
+QUICK = {
+    "compare": ["--seeds", "2"],
+    "sweep": ["--kind", "jobs", "--seeds", "1"],
+    "online": ["--seeds", "1", "--loads", "0.5", "--jobs", "6", "--policies", "bace-pipe"],
+    "faults": ["--seeds", "1", "--rates", "0,1e-4", "--policies", "bace-pipe"],
 }
 ENV_ARGS = [
     "max_queue",
@@ -94,23 +132,77 @@ ENV_ARGS = [
     "n_jobs",
     "scales",
     "reward",
+    "fault_features",
+    "render_mode",
 ]
+#: Arguments of the random env (``GeoPipeEnv("random", ...)``).
+RANDOM_ARGS = ["n_jobs", "n_regions", "max_regions", "arrival_rate_per_h", "price_range"]
 NONFINITE = re.compile(r"\b(nan|inf|NaN|Infinity|-inf)\b")
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every leaf's path in a JSON value."""
+    """Every path in a JSON value below its root: leaves and whole sections."""
+    here = [prefix] if prefix else []
     if isinstance(node, dict):
-        return [p for k, v in node.items() for p in _paths(v, (*prefix, k))]
+        return here + [p for k, v in node.items() for p in _paths(v, (*prefix, k))]
     if isinstance(node, list):
-        return [p for i, v in enumerate(node) for p in _paths(v, (*prefix, i))]
-    return [prefix]
+        return here + [p for i, v in enumerate(node) for p in _paths(v, (*prefix, i))]
+    return here
 
 
 def _set(node: Any, path: tuple[Any, ...], value: Any) -> None:
     for key in path[:-1]:
         node = node[key]
-    node[path[-1]] = value
+    if value is DELETE:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+
+
+def bases() -> dict[str, Any]:
+    """The scenario documents the mutations start from: the built-ins and three made from
+    them that hold what the built-ins lack (fault events, a tariff, an explicit trace)."""
+    docs = {p.stem: json.loads(p.read_text()) for p in sorted(DATA.glob("*.json"))}
+    faults = json.loads(json.dumps(docs["paper"]))
+    faults.update(
+        events=[
+            {"type": "outage", "region": "EU-West", "start_h": 1, "end_h": 3},
+            {
+                "type": "link",
+                "src": "EU-West",
+                "dst": "US-East-2",
+                "factor": 0.5,
+                "start_h": 0,
+                "end_h": 5,
+                "symmetric": True,
+            },
+            {"type": "price", "region": "US-East-2", "factor": 2.0, "start_h": 2, "end_h": 4},
+        ],
+        gpu_failure_rate=1e-3,
+        checkpoint_interval_s=1800,
+        restart_s=300,
+    )
+    tariff = json.loads(json.dumps(docs["paper"]))
+    k = len(tariff["regions"])
+    tariff.update(
+        prices="hourly",
+        start_hour=100,
+        admission="finish-aware",
+        egress_usd_per_gb=[[0.0 if i == j else 0.02 for j in range(k)] for i in range(k)],
+    )
+    trace = json.loads(json.dumps(docs["online"]))
+    del trace["workload"]
+    models, datasets = [m["name"] for m in trace["models"]], [d["name"] for d in trace["datasets"]]
+    trace["jobs"] = [
+        {
+            "model": models[i % len(models)],
+            "dataset": datasets[i % len(datasets)],
+            "submit_h": round(0.37 * i, 2),
+            "name": f"t{i}",
+        }
+        for i in range(12)
+    ]
+    return {**docs, "faults": faults, "tariff": tariff, "trace": trace}
 
 
 MEMORY_BYTES = 3 * 2**30
@@ -169,17 +261,18 @@ def _run(argv: list[str], timeout: float, code: str | None = None) -> tuple[str,
 
 def scenario_cases(rng: random.Random, n: int, tmp: Path) -> list[tuple[str, list[str]]]:
     """``n`` mutated scenario files, as simulate command lines."""
-    bases = {p.stem: json.loads(p.read_text()) for p in sorted(DATA.glob("*.json"))}
+    docs = bases()
     out = []
     for i in range(n):
-        name = rng.choice(sorted(bases))
-        doc = json.loads(json.dumps(bases[name]))
+        name = rng.choice(sorted(docs))
+        doc = json.loads(json.dumps(docs[name]))
         path = rng.choice(_paths(doc))
-        value = rng.choice(HOSTILE)
+        value = rng.choice([*HOSTILE, DELETE])
         _set(doc, path, value)
         f = tmp / f"case{i}.json"
         f.write_text(json.dumps(doc))
-        label = f"{name}:{'/'.join(map(str, path))}={json.dumps(value)[:30]}"
+        shown = "(deleted)" if value is DELETE else json.dumps(value)[:30]
+        label = f"{name}:{'/'.join(map(str, path))}={shown}"
         out.append((label, ["simulate", "--scenario", str(f), "--json", str(tmp / f"o{i}.json")]))
     return out
 
@@ -192,14 +285,14 @@ def flag_cases(rng: random.Random, n: int, tmp: Path) -> list[tuple[str, list[st
         flag = rng.choice(FLAGS[command])
         value = rng.choice(FLAG_VALUES)
         argv = [command, flag, value]
-        if command == "compare" and flag != "--out":
-            argv += ["--out", str(tmp / f"c{i}"), "--seeds", "2"] if flag != "--seeds" else []
-        if command == "compare" and flag == "--seeds":
-            argv += ["--out", str(tmp / f"c{i}")]
-        if command == "sweep":
-            argv += ["--kind", "jobs", "--out", str(tmp / f"s{i}")]
-            if flag != "--seeds":
-                argv += ["--seeds", "1"]
+        quick = QUICK.get(command, [])
+        for j in range(0, len(quick), 2):  # the fuzzed flag replaces its quick value
+            if quick[j] != flag:
+                argv += quick[j : j + 2]
+        if command != "simulate" and flag != "--out":
+            argv += ["--out", str(tmp / f"{command}{i}")]
+        if command == "simulate" and flag != "--scenario":
+            argv += ["--scenario", "paper"]
         out.append((" ".join(argv[:3]), argv))
     return out
 
@@ -225,9 +318,22 @@ try:
 except (ValueError, TypeError, RuntimeError, KeyError) as err:
     import sys
     msg = str(err)
+    if {name!r} and {name!r} not in msg:
+        msg = "does not name the argument: " + msg
+        sys.stderr.write(msg + "\\n")
+        sys.exit(3)
     sys.stderr.write(msg + "\\n")
     sys.exit(2)
 """
+
+
+def _py(value: Any) -> str:
+    """``value`` as Python source (``repr`` writes NaN as ``nan``, which is no literal)."""
+    if isinstance(value, float) and value != value:
+        return "float('nan')"
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return f"float('{value}')"
+    return repr(value)
 
 
 def env_cases(rng: random.Random, n: int) -> list[tuple[str, str]]:
@@ -239,7 +345,9 @@ def env_cases(rng: random.Random, n: int) -> list[tuple[str, str]]:
             out.append(
                 (
                     "action_masks() before reset",
-                    _ENV_CODE.format(kwargs="{}", mode="before-reset", options="None"),
+                    _ENV_CODE.format(
+                        kwargs="{}", mode="before-reset", options="None", name="reset"
+                    ),
                 )
             )
             continue
@@ -248,16 +356,44 @@ def env_cases(rng: random.Random, n: int) -> list[tuple[str, str]]:
             out.append(
                 (
                     f"reset(options={value!r})",
-                    _ENV_CODE.format(kwargs="{}", mode="paper", options=repr(value)),
+                    _ENV_CODE.format(kwargs="{}", mode="paper", options=_py(value), name="options"),
                 )
             )
             continue
-        name = rng.choice(ENV_ARGS)
-        value = rng.choice([*HOSTILE, "no", (1,), (0, 0), 7])
-        mode = "random" if name in ("n_jobs", "max_regions") else "paper"
-        label = f"{name}={value!r}"[:60]
-        out.append((label, _ENV_CODE.format(kwargs=repr({name: value}), mode=mode, options="None")))
+        mode = "random" if roll < 0.4 else "paper"
+        name = rng.choice(RANDOM_ARGS if mode == "random" else ENV_ARGS)
+        value = rng.choice([*HOSTILE, "no", (1,), (0, 0), (5, 1), 7])
+        label = f"{mode}: {name}={value!r}"[:60]
+        kwargs = f"{{{name!r}: {_py(value)}}}"
+        code = _ENV_CODE.format(kwargs=kwargs, mode=mode, options="None", name=name)
+        out.append((label, code))
     return out
+
+
+def run_cases(
+    cases: int, seed: int = 0, timeout: float = 20.0
+) -> dict[str, list[tuple[str, str, str]]]:
+    """``cases`` cases of each family drawn from ``seed``: family -> (label, kind, detail)."""
+    global SCRATCH
+    rng = random.Random(seed)
+    results: dict[str, list[tuple[str, str, str]]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = SCRATCH = Path(d)
+        families: dict[str, list[tuple[str, list[str] | str]]] = {
+            "scenario files": list(scenario_cases(rng, cases, tmp)),
+            "CLI flags": list(flag_cases(rng, cases, tmp)),
+            "env arguments": list(env_cases(rng, cases)),
+        }
+        for family, todo in families.items():
+            rows = []
+            for label, case in todo:
+                if isinstance(case, str):
+                    kind, detail = _run([], timeout, code=case)
+                else:
+                    kind, detail = _run(case, timeout)
+                rows.append((label, kind, detail))
+            results[family] = rows
+    return results
 
 
 def main() -> None:
@@ -268,25 +404,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds per case")
     parser.add_argument("--json", default="", help="write every case's outcome here")
     args = parser.parse_args()
-    rng = random.Random(args.seed)
-    results: dict[str, list[tuple[str, str, str]]] = {}
-    global SCRATCH
-    with tempfile.TemporaryDirectory() as d:
-        tmp = SCRATCH = Path(d)
-        families: dict[str, list[tuple[str, list[str] | str]]] = {
-            "scenario files": list(scenario_cases(rng, args.cases, tmp)),
-            "CLI flags": list(flag_cases(rng, args.cases, tmp)),
-            "env arguments": list(env_cases(rng, args.cases)),
-        }
-        for family, cases in families.items():
-            rows = []
-            for label, case in cases:
-                if isinstance(case, str):
-                    kind, detail = _run([], args.timeout, code=case)
-                else:
-                    kind, detail = _run(case, args.timeout)
-                rows.append((label, kind, detail))
-            results[family] = rows
+    results = run_cases(args.cases, args.seed, args.timeout)
     total: Counter[str] = Counter()
     for family, rows in results.items():
         counts = Counter(kind for _, kind, _ in rows)

@@ -306,11 +306,11 @@ BAD_FILES = {
     # name: (spec, the start of the one error line after "bacepipe: error: ")
     "region-memory-zero": (
         _bad_region_memory(0),
-        "regions[2].gpu_memory_gb: must be > 0",
+        "regions[2].gpu_memory_gb: must be in (0, 10,000] GB",
     ),
     "region-memory-negative": (
         _bad_region_memory(-48),
-        "regions[2].gpu_memory_gb: must be > 0",
+        "regions[2].gpu_memory_gb: must be in (0, 10,000] GB",
     ),
     "region-memory-string": (
         _bad_region_memory("48"),
@@ -318,11 +318,11 @@ BAD_FILES = {
     ),
     "constants-memory-zero": (
         _bad_constants_memory(0),
-        "constants.gpu_memory_gb: must be > 0",
+        "constants.gpu_memory_gb: must be in (0, 10,000] GB",
     ),
     "constants-memory-negative": (
         _bad_constants_memory(-1.5),
-        "constants.gpu_memory_gb: must be > 0",
+        "constants.gpu_memory_gb: must be in (0, 10,000] GB",
     ),
     "unknown-admission": (
         _paper(admission="eager"),

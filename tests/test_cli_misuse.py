@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 
-from bacepipe_env.cli import main
+from bacepipe_env.cli import _error, main
+from bacepipe_env.errors import SimulationError
 
 
 @pytest.mark.parametrize(
@@ -27,3 +31,98 @@ def test_seeds_are_bounded(seeds, capsys, tmp_path):
     assert main(["compare", "--seeds", seeds, "--out", str(tmp_path / "o")]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("bacepipe: error: --seeds: at most 100,000 seeds"), line
+
+
+@pytest.mark.parametrize(
+    ("argv", "start"),
+    [
+        (
+            ["simulate", "--scenario", "paper", "--jobs", "100001"],
+            "argument --jobs: must be a whole number in [1, 100,000] jobs, got '100001'",
+        ),
+        (
+            ["simulate", "--scenario", "paper", "--jobs", "100000000"],
+            "argument --jobs: must be a whole number in [1, 100,000]",
+        ),
+        (
+            ["simulate", "--scenario", "paper", "--gpu-scale", "1e308"],
+            "argument --gpu-scale: must be a number in (0, 1,000], got '1e308'",
+        ),
+        (
+            ["simulate", "--scenario", "paper", "--bandwidth-scale", "0"],
+            "argument --bandwidth-scale: must be a number in (0, 1,000]",
+        ),
+        (
+            ["simulate", "--scenario", "paper", "--seed", str(2**63)],
+            "argument --seed: must be a whole number in [0, 2**63 - 1]",
+        ),
+        (
+            ["simulate", "--scenario", "paper", "--restart-s", "1e308"],
+            "--restart-s: must be a number in [0, 1e7] s (got '1e308')",
+        ),
+        (
+            ["simulate", "--scenario", "paper", "--gpu-failure-rate", "2"],
+            "--gpu-failure-rate: must be a number in [0, 1] per GPU-hour",
+        ),
+        (
+            ["simulate", "--scenario", "paper", "--outage", "EU-West:1:1e9"],
+            "--outage END_H: must be a number in [0, 1,000,000] h",
+        ),
+        (
+            ["simulate", "--scenario", "paper", "--link-degrade", "EU-West:US-East-2:2:1:3"],
+            "--link-degrade FACTOR: must be a number in (0, 1]",
+        ),
+        (
+            ["sweep", "--kind", "jobs", "--values", "1e9", "--seeds", "1"],
+            "jobs values: must be in [1, 100,000] jobs (got 1000000000.0)",
+        ),
+        (
+            ["compare", "--workers", "1000000000", "--seeds", "1"],
+            "argument --workers: must be a whole number in [1, 1,024]",
+        ),
+        (
+            [
+                "evaluate",
+                "--env-id",
+                "x",
+                "--policies",
+                "fcfs",
+                "--episodes",
+                "1e9",
+                "--first-seed",
+                "0",
+            ],
+            "argument --episodes: must be a whole number in [1, 100,000]",
+        ),
+    ],
+)
+def test_numeric_flags_are_bounded(argv, start, capsys, tmp_path):
+    """Each was a hang (a million jobs, a billion-job sweep), an overflow or a silent
+    absurdity; now one line naming the flag and its range, before any work."""
+    if argv[0] in ("sweep", "compare"):
+        argv = [*argv, "--out", str(tmp_path / "o")]
+    try:
+        status = main(argv)
+    except SystemExit as stop:  # argparse's own checks exit from inside parse_args
+        status = stop.code
+    assert status == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    # argparse's own errors say "bacepipe simulate: error:", ours "bacepipe: error:"
+    assert re.sub(r"^bacepipe( \w+)?: error: ", "", line).startswith(start), line
+    assert len(line) <= 200
+
+
+def test_simulate_json_is_strict_json(capsys):
+    def refuse(name: str) -> float:
+        raise AssertionError(f"{name} in --json output")
+
+    assert main(["simulate", "--scenario", "fig1", "--json", "-"]) == 0
+    payload = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert payload["avg_jct_h"] > 0
+
+
+def test_any_error_is_printed_as_one_short_line(capsys):
+    """A SimulationError listing thousands of jobs, or holding newlines, is still one line."""
+    _error(SimulationError("jobs " + ", ".join(map(str, range(5000))) + "\ncan never start"))
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("bacepipe: error: jobs 0, 1, 2,") and len(line) <= 200

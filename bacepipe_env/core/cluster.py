@@ -8,13 +8,24 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ScenarioError
+from .limits import LIMITS, check_limit, check_matrix
 from .network import offdiag_sum
-from .validate import require_float, require_int, require_square_matrix, require_str
+from .units import gbps_to_bytes_per_s
+from .validate import require_square_matrix, require_str
 
 __all__ = ["DEFAULT_GPU_MEMORY_BYTES", "DEFAULT_POWER_KW", "Cluster", "Region"]
 
 DEFAULT_POWER_KW = 0.3  # one A6000's board power (SPEC section 2)
 DEFAULT_GPU_MEMORY_BYTES = 48e9  # one A6000's 48 GB (SPEC section 3a)
+
+_BYTES_PER_GBIT = gbps_to_bytes_per_s(1.0)
+_INTRA = LIMITS["regions.intra_gbps"].scaled(_BYTES_PER_GBIT, "bytes/s")
+_MEMORY = LIMITS["regions.gpu_memory_gb"].scaled(1e9, "bytes")
+# a link up to where a scenario file's range times its bandwidth_scale range can put it
+_LINK = LIMITS["links.gbps"].scaled(_BYTES_PER_GBIT * LIMITS["bandwidth_scale"].high, "bytes/s")
+_LINK = _LINK
+_LATENCY = LIMITS["latency_ms"].scaled(1e-3, "s")
+_POWER = LIMITS["constants.power_kw"]
 
 
 @dataclass(frozen=True)
@@ -33,21 +44,17 @@ class Region:
     def __post_init__(self) -> None:
         require_str("region.name", self.name)
         where = f"region {self.name!r}"
-        object.__setattr__(self, "gpus", require_int(f"{where}.gpus", self.gpus, minimum=1))
-        object.__setattr__(self, "price", require_float(f"{where}.price", self.price, minimum=0.0))
-        object.__setattr__(
-            self,
-            "intra_bandwidth",
-            require_float(f"{where}.intra_bandwidth", self.intra_bandwidth, positive=True),
-        )
-        object.__setattr__(
-            self,
-            "gpu_memory",
-            require_float(f"{where}.gpu_memory", self.gpu_memory, positive=True),
-        )
-        object.__setattr__(
-            self, "carbon", require_float(f"{where}.carbon", self.carbon, minimum=0.0)
-        )
+        for attr, key, limit in (
+            ("gpus", "gpus", None),
+            ("price", "price_usd_per_kwh", None),
+            ("intra_bandwidth", "intra_gbps", _INTRA),
+            ("gpu_memory", "gpu_memory_gb", _MEMORY),
+            ("carbon", "carbon_g_per_kwh", None),
+        ):
+            value = check_limit(
+                f"regions.{key}", getattr(self, attr), field=f"{where}.{attr}", limit=limit
+            )
+            object.__setattr__(self, attr, value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,12 +84,15 @@ class Cluster:
             raise ScenarioError("regions", dupes, "region names must be unique")
         k = len(regions)
         object.__setattr__(self, "regions", regions)
-        object.__setattr__(self, "bandwidth", require_square_matrix("bandwidth", self.bandwidth, k))
-        lat = self.latency if np.size(self.latency) else np.zeros((k, k))
-        object.__setattr__(self, "latency", require_square_matrix("latency", lat, k))
-        object.__setattr__(
-            self, "power_kw", require_float("power_kw", self.power_kw, positive=True)
+        bandwidth = check_matrix(
+            "bandwidth", require_square_matrix("bandwidth", self.bandwidth, k), _LINK
         )
+        object.__setattr__(self, "bandwidth", bandwidth)
+        lat = self.latency if np.size(self.latency) else np.zeros((k, k))
+        latency = check_matrix("latency", require_square_matrix("latency", lat, k), _LATENCY)
+        object.__setattr__(self, "latency", latency)
+        power = check_limit("constants.power_kw", self.power_kw, field="power_kw", limit=_POWER)
+        object.__setattr__(self, "power_kw", power)
         # Read on every scheduling decision: build the tuples once.
         object.__setattr__(self, "_names", tuple(r.name for r in regions))
         object.__setattr__(self, "_capacity", tuple(r.gpus for r in regions))

@@ -34,8 +34,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..errors import ScenarioError
-from .validate import require_float, require_int
+from ..errors import ScenarioError, choices
+from .limits import LIMITS, check_limit
+from .units import SECONDS_PER_HOUR
+from .validate import require_int
+
+_TIME = LIMITS["events.start_h"].scaled(SECONDS_PER_HOUR, "s")
 
 __all__ = [
     "DEFAULT_CHECKPOINT_INTERVAL_S",
@@ -58,8 +62,8 @@ OUTCOMES = ("completed", "failed", "outage")
 
 
 def _window(where: str, start: float, end: float) -> tuple[float, float]:
-    t0 = require_float(f"{where}.start", start, minimum=0.0)
-    t1 = require_float(f"{where}.end", end, minimum=0.0)
+    t0 = check_limit("events.start_h", start, field=f"{where}.start", limit=_TIME)
+    t1 = check_limit("events.end_h", end, field=f"{where}.end", limit=_TIME)
     if t1 <= t0:
         raise ScenarioError(f"{where}.end", end, f"must be after start ({start})")
     return t0, t1
@@ -96,7 +100,7 @@ class LinkChange:
         dst = require_int("link.dst", self.dst, minimum=0)
         if src == dst:
             raise ScenarioError("link.dst", dst, "a link joins two different regions")
-        factor = require_float("link.factor", self.factor, positive=True, maximum=1.0)
+        factor = check_limit("events.factor (link)", self.factor, field="link.factor")
         t0, t1 = _window("link", self.start, self.end)
         for name, value in (("src", src), ("dst", dst), ("factor", factor)):
             object.__setattr__(self, name, value)
@@ -116,7 +120,8 @@ class PriceChange:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "region", require_int("price.region", self.region, minimum=0))
-        object.__setattr__(self, "factor", require_float("price.factor", self.factor, minimum=0))
+        factor = check_limit("events.factor (price)", self.factor, field="price.factor")
+        object.__setattr__(self, "factor", factor)
         t0, t1 = _window("price", self.start, self.end)
         object.__setattr__(self, "start", t0)
         object.__setattr__(self, "end", t1)
@@ -158,11 +163,8 @@ class FaultModel:
         object.__setattr__(self, "outages", tuple(self.outages))
         object.__setattr__(self, "links", tuple(self.links))
         object.__setattr__(self, "prices", tuple(self.prices))
-        rate = require_float("gpu_failure_rate", self.gpu_failure_rate, minimum=0.0)
-        object.__setattr__(self, "gpu_failure_rate", rate)
-        ci = require_float("checkpoint_interval_s", self.checkpoint_interval_s, positive=True)
-        object.__setattr__(self, "checkpoint_interval_s", ci)
-        object.__setattr__(self, "restart_s", require_float("restart_s", self.restart_s, minimum=0))
+        for key in ("gpu_failure_rate", "checkpoint_interval_s", "restart_s"):
+            object.__setattr__(self, key, check_limit(key, getattr(self, key)))
 
     @property
     def active(self) -> bool:
@@ -187,4 +189,4 @@ class FaultModel:
 
 
 def _known(names: Sequence[str]) -> str:
-    return f"unknown region; known: {', '.join(names)}"
+    return f"unknown region; known: {choices(names)}"

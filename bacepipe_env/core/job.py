@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ScenarioError
-from .validate import require_float, require_int, require_str
+from .limits import LIMITS, check_limit
+from .units import SECONDS_PER_HOUR
+from .validate import require_int, require_str
+
+_PEAK_FLOPS = LIMITS["constants.peak_tflops"].scaled(1e12, "FLOP/s")
+_SUBMIT = LIMITS["jobs.submit_h"].scaled(SECONDS_PER_HOUR, "s")
 
 __all__ = ["Job", "ModelSpec", "TrainingConstants"]
 
@@ -22,13 +27,9 @@ class ModelSpec:
     def __post_init__(self) -> None:
         require_str("model.name", self.name)
         where = f"model {self.name!r}"
-        object.__setattr__(
-            self, "params", require_float(f"{where}.params", self.params, positive=True)
-        )
-        object.__setattr__(
-            self, "n_layers", require_int(f"{where}.n_layers", self.n_layers, minimum=1)
-        )
-        object.__setattr__(self, "hidden", require_int(f"{where}.hidden", self.hidden, minimum=1))
+        for attr, key in (("params", "params"), ("n_layers", "layers"), ("hidden", "hidden")):
+            value = check_limit(f"models.{key}", getattr(self, attr), field=f"{where}.{attr}")
+            object.__setattr__(self, attr, value)
 
 
 @dataclass(frozen=True)
@@ -51,37 +52,20 @@ class TrainingConstants:
     layer_activation_factor: float = 34.0  # bytes per token per hidden unit, one layer
 
     def __post_init__(self) -> None:
-        set_ = object.__setattr__
-        set_(self, "seq_len", require_int("constants.seq_len", self.seq_len, minimum=1))
-        set_(self, "micro_batch", require_int("constants.micro_batch", self.micro_batch, minimum=1))
-        set_(
-            self,
-            "peak_flops",
-            require_float("constants.peak_flops", self.peak_flops, positive=True),
-        )
-        set_(self, "mfu", require_float("constants.mfu", self.mfu, positive=True, maximum=1.0))
-        set_(
-            self,
-            "stage_overhead",
-            require_float("constants.stage_overhead", self.stage_overhead, minimum=0.0),
-        )
-        set_(
-            self,
-            "bytes_per_value",
-            require_int("constants.bytes_per_value", self.bytes_per_value, minimum=1),
-        )
-        set_(
-            self,
-            "bytes_per_param",
-            require_float("constants.bytes_per_param", self.bytes_per_param, positive=True),
-        )
-        set_(
-            self,
-            "layer_activation_factor",
-            require_float(
-                "constants.layer_activation_factor", self.layer_activation_factor, minimum=0.0
-            ),
-        )
+        for attr, key, limit in (
+            ("seq_len", "seq_len", None),
+            ("micro_batch", "micro_batch", None),
+            ("peak_flops", "peak_tflops", _PEAK_FLOPS),
+            ("mfu", "mfu", None),
+            ("stage_overhead", "stage_overhead_s", None),
+            ("bytes_per_value", "bytes_per_value", None),
+            ("bytes_per_param", "bytes_per_param", None),
+            ("layer_activation_factor", "layer_activation_factor", None),
+        ):
+            value = check_limit(
+                f"constants.{key}", getattr(self, attr), field=f"constants.{attr}", limit=limit
+            )
+            object.__setattr__(self, attr, value)
 
 
 @dataclass(frozen=True)
@@ -106,14 +90,15 @@ class Job:
         if not isinstance(self.model, ModelSpec):
             raise ScenarioError(f"{where}.model", self.model, "must be a ModelSpec")
         require_str(f"{where}.dataset", self.dataset)
-        set_(self, "samples", require_int(f"{where}.samples", self.samples, minimum=1))
-        set_(self, "batch", require_int(f"{where}.batch", self.batch, minimum=1))
         set_(
-            self,
-            "submit_time",
-            require_float(f"{where}.submit_time", self.submit_time, minimum=0.0),
+            self, "samples", check_limit("datasets.samples", self.samples, field=f"{where}.samples")
         )
-        set_(self, "epochs", require_int(f"{where}.epochs", self.epochs, minimum=1))
+        set_(self, "batch", check_limit("jobs.batch", self.batch, field=f"{where}.batch"))
+        submit = check_limit(
+            "jobs.submit_h", self.submit_time, field=f"{where}.submit_time", limit=_SUBMIT
+        )
+        set_(self, "submit_time", submit)
+        set_(self, "epochs", check_limit("jobs.epochs", self.epochs, field=f"{where}.epochs"))
         if not isinstance(self.constants, TrainingConstants):
             raise ScenarioError(f"{where}.constants", self.constants, "must be TrainingConstants")
         if self.batch % self.constants.micro_batch:

@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..errors import ScenarioError
 from .cluster import Cluster
 from .job import Job
 from .units import SECONDS_PER_HOUR
@@ -139,6 +140,16 @@ def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
         t = pipeline_iteration_time(t_comp(k), (k - 1) * hop, hop if k > 1 else 0.0, k, n_micro)
         if t < best_t:
             best_k, best_t = k, t
+    single = iterations * iteration_time(t_comp(1), [], 1, n_micro)
+    if not (math.isfinite(single) and math.isfinite(activation / hop if hop else 0.0)):
+        # every input is in its documented range, but a toy FLOP rate or MFU near 0 with a
+        # huge model can still overflow: name the job rather than run on infinities
+        raise ScenarioError(
+            f"job {job.job_id} ({job.model.name})",
+            single,
+            "its run time overflows: raise constants.peak_tflops or mfu, or shrink the model "
+            "or the dataset",
+        )
     return JobProfile(
         job=job,
         n_micro=n_micro,
@@ -148,7 +159,7 @@ def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
         stage_overhead=c.stage_overhead,
         k_star=best_k,
         min_bandwidth_kstar=activation / t_comp(best_k),
-        single_gpu_exec=iterations * iteration_time(t_comp(1), [], 1, n_micro),
+        single_gpu_exec=single,
         ideal_execution=iterations * best_t,
     )
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import PlacementError, SimulationError
+from ..errors import PlacementError, SimulationError, choices
 from .admission import AdmissionRule, make_admission
 from .cluster import Cluster
 from .faults import Attempt, FaultModel
@@ -59,6 +59,19 @@ _COMPLETION, _FAULT, _ARRIVAL = 0, 1, 2
 #: Alg. 1 checks ``A / b <= t_comp(g)`` while the ledger books ``b(g) = A / t_comp(g)``, and the
 #: two can differ in the last bit.
 BANDWIDTH_RTOL = 1e-9
+#: A job interrupted this many times without finishing ends the run with a SimulationError:
+#: its failures outpace its checkpoints, and it would restart forever.
+MAX_ATTEMPTS = 10_000
+_FINITE_FIELDS = (
+    "avg_jct",
+    "total_cost",
+    "total_carbon",
+    "total_egress_cost",
+    "makespan",
+    "mean_slowdown",
+    "wasted_cost",
+    "gpu_hours",
+)
 
 
 @runtime_checkable
@@ -656,7 +669,8 @@ class Simulator:
                 if self._pending:
                     what = "that fits in GPU memory " if self._memory else ""
                     raise SimulationError(
-                        f"jobs {self._pending} can never start: placement policy "
+                        f"jobs {choices(map(str, self._pending), 60)} can never start: "
+                        "placement policy "
                         f"{self.placement_policy.name!r} offers them no placement {what}"
                         f"on the idle cluster"
                     )
@@ -675,7 +689,7 @@ class Simulator:
         if job_id not in self._pending or job_id in self._tried:
             raise SimulationError(
                 f"job {job_id} is not a candidate now (candidates: "
-                f"{[j for j in self._pending if j not in self._tried]})"
+                f"{choices((str(j) for j in self._pending if j not in self._tried), 60)})"
             )
         if self._free_total <= 0:
             raise SimulationError("no GPU is free: call next_decision() first")
@@ -713,7 +727,8 @@ class Simulator:
             if job_id not in candidates:
                 raise SimulationError(
                     f"ordering policy {getattr(ordering, 'name', ordering)!r} chose job "
-                    f"{job_id!r}, which is not one of the candidates {list(candidates)}"
+                    f"{job_id!r}, which is not one of the candidates "
+                    f"{choices(map(str, candidates), 60)}"
                 )
             self.place(job_id)
         return self.result(getattr(ordering, "name", type(ordering).__name__))
@@ -732,7 +747,7 @@ class Simulator:
         jcts = sorted(r.jct for r in recs)
         p50, p95, p99 = (_percentile(jcts, q) for q in (0.50, 0.95, 0.99))
         tariff = self._tariff
-        return RunResult(
+        out = RunResult(
             scenario=self.scenario.name,
             policy=policy or self.placement_policy.name,
             records=recs,
@@ -757,6 +772,8 @@ class Simulator:
             wasted_cost=math.fsum(r.wasted_cost for r in recs),
             gpu_hours=hours(busy),
         )
+        _check_finite(out)
+        return out
 
     # -------------------------------------------------------------- internals
     def _advance(self) -> None:
@@ -1155,6 +1172,13 @@ class Simulator:
         self._attempts[job_id].append(
             Attempt(start, end, run.placement, outcome, run.restart, wasted_s)
         )
+        if outcome != "completed" and len(self._attempts[job_id]) >= MAX_ATTEMPTS:
+            raise SimulationError(
+                f"job {job_id} was interrupted {MAX_ATTEMPTS:,} times without finishing: "
+                f"failures outpace its checkpoints (gpu_failure_rate "
+                f"{faults.gpu_failure_rate:g}, checkpoint_interval_s "
+                f"{faults.checkpoint_interval_s:g}, restart_s {faults.restart_s:g})"
+            )
 
     def _finish_after_faults(self, job_id: int, run: _Running) -> None:
         self._close_attempt(job_id, run, run.finish, "completed")
@@ -1163,3 +1187,16 @@ class Simulator:
         execution = math.fsum(a.duration for a in attempts)
         jct = run.finish - job.submit_time
         self._record(job_id, run, attempts, jct - execution, execution, jct, self._acc[job_id])
+
+
+def _check_finite(result: RunResult) -> None:
+    """Raise a one-line SimulationError if a figure of ``result`` is NaN or infinite (inputs
+    at the far ends of their ranges, multiplied together), naming the figure and a job."""
+    for name in _FINITE_FIELDS:
+        value = getattr(result, name)
+        if not math.isfinite(value):
+            worst = max(result.records, key=lambda r: (not math.isfinite(r.jct + r.cost), r.jct))
+            raise SimulationError(
+                f"the run's {name} is {value}: job {worst.job_id}'s figures overflow; bring the "
+                "scenario's sizes, prices and rates inside their ranges (docs/scenarios.md)"
+            )

@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import ScenarioError
 from .faults import PriceChange
+from .limits import check_limit
 from .validate import require_float
 
 __all__ = [
@@ -166,8 +167,9 @@ class Tariff:
             raise ScenarioError("carbon", list(carbon), f"needs one value per region ({k})")
         self.model = model
         self.prices = tuple(float(p) for p in prices)
-        self.carbon = tuple(
-            require_float(f"carbon[{i}]", c, minimum=0.0) for i, c in enumerate(carbon)
+        self.carbon: tuple[float, ...] = tuple(
+            float(check_limit("regions.carbon_g_per_kwh", c, field=f"carbon[{i}]"))
+            for i, c in enumerate(carbon)
         )
         self.start_hour = require_float("start_hour", start_hour, minimum=0.0)
         if self.start_hour >= HOURS_PER_YEAR:
@@ -260,7 +262,7 @@ def _egress_matrix(
     if value is None:
         return None
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
-        per_gb = require_float("egress_usd_per_gb", value, minimum=0.0)
+        per_gb = check_limit("egress_usd_per_gb", value)
         return tuple(tuple(0.0 if u == v else per_gb for v in range(k)) for u in range(k))
     try:
         rows = np.asarray(value, dtype=object)
@@ -272,7 +274,9 @@ def _egress_matrix(
         )
     return tuple(
         tuple(
-            0.0 if u == v else require_float(f"egress_usd_per_gb[{u}][{v}]", rows[u, v], minimum=0)
+            0.0
+            if u == v
+            else check_limit("egress_usd_per_gb", rows[u, v], field=f"egress_usd_per_gb[{u}][{v}]")
             for v in range(k)
         )
         for u in range(k)

@@ -49,7 +49,10 @@ def require_float(
     """Return ``value`` as a finite float within bounds, or raise naming ``field``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise exc(field, value, "must be a number")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int of hundreds of digits
+        raise exc(field, value, "must be finite (it is beyond float range)") from None
     if not math.isfinite(number):
         raise exc(field, number, "must be finite")
     if positive and number <= 0:
@@ -77,9 +80,10 @@ def require_square_matrix(
 
     The diagonal is ignored (set to 0): inter-region matrices have no meaning there.
     """
+    _numbers_only(field, value, exc)
     try:
         arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise exc(field, _short(value), "must be a numeric matrix") from None
     if size is None:
         size = arr.shape[0] if arr.ndim == 2 else -1
@@ -96,6 +100,22 @@ def require_square_matrix(
     return arr
 
 
+def _numbers_only(field: str, value: Any, exc: type[ValidationError], depth: int = 0) -> None:
+    """Raise naming the first entry of a nested list that is a bool or a string: numpy would
+    read ``true`` as 1 and ``"12"`` as 12, and neither is a number here."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "iuf":
+            return
+        if value.dtype.kind != "O":
+            raise exc(field, f"dtype {value.dtype}", "must hold numbers")
+        value = value.tolist()
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise exc(field, value, "must be a number, not a bool or a string")
+    if isinstance(value, (list, tuple)) and depth < 3:
+        for i, item in enumerate(value):
+            _numbers_only(f"{field}[{i}]", item, exc, depth + 1)
+
+
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -110,9 +130,10 @@ def require_vector(
     exc: type[ValidationError] = ScenarioError,
 ) -> np.ndarray:
     """Return ``value`` as a 1-D float (or int) array of finite entries >= 0."""
+    _numbers_only(field, value, exc)
     try:
         arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise exc(field, _short(value), "must be a sequence of numbers") from None
     if arr.ndim != 1:
         raise exc(field, f"shape {arr.shape}", "must be one-dimensional")

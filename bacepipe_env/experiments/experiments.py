@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.validate import require_float, require_int
+from ..core.limits import check_limit
+from ..core.validate import require_int
 from ..errors import BacepipeError, ValidationError
 from ..learned import is_learned, load_learned
 from ..policies.registry import policy_info
@@ -356,10 +357,8 @@ def run_sweep(
     vals = list(default_values if values is None else values)
     if not vals:
         raise ValidationError(f"{kind} values", [], "give at least one value")
-    if knob == "n_jobs":
-        vals = [require_int("jobs", v, minimum=1, exc=ValidationError) for v in vals]
-    else:
-        vals = [require_float(kind, v, positive=True, exc=ValidationError) for v in vals]
+    key = "workload.n_jobs" if knob == "n_jobs" else knob  # the knob's range (core.limits)
+    vals = [check_limit(key, v, field=f"{kind} values", exc=ValidationError) for v in vals]
     if len(set(vals)) != len(vals):
         raise ValidationError(f"{kind} values", vals, "a value is listed twice")
     _check(policies, seeds, scenario, knobs)

@@ -188,10 +188,11 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def write_json(path: Path, payload: Any) -> None:
-    """Write ``payload`` as indented JSON; NaN becomes null."""
+    """Write ``payload`` as strict, indented JSON: NaN (a statistic of no runs) and an
+    infinity become null, so that every JSON reader reads the file."""
 
     def clean(x: Any) -> Any:
-        if isinstance(x, float) and math.isnan(x):
+        if isinstance(x, float) and not math.isfinite(x):
             return None
         if isinstance(x, dict):
             return {k: clean(v) for k, v in x.items()}
@@ -199,4 +200,5 @@ def write_json(path: Path, payload: Any) -> None:
             return [clean(v) for v in x]
         return x
 
-    path.write_text(json.dumps(clean(payload), indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(clean(payload), indent=2, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")

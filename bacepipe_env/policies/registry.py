@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..core.admission import ADMISSION_RULES, make_admission
 from ..core.simulator import OrderingPolicy, PlacementPolicy
-from ..errors import ValidationError
+from ..errors import ValidationError, choices
 from .bace_pipe import PathfinderPlacement, PriorityOrdering
 from .base import FCFSOrdering, Policy
 from .baselines import PLACEMENT_RULES, RandomOrdering, RulePlacement, SJFOrdering
@@ -205,8 +205,9 @@ def policy_info(name: str) -> PolicyInfo:
         raise ValidationError(
             "policy",
             name,
-            "unknown policy (`bacepipe policies` lists them); choose from: "
-            + ", ".join(policy_names(include_oracles=True)),
+            "unknown policy; choose from: "
+            + choices(policy_names(include_oracles=True), 60)
+            + " (`bacepipe policies` lists them)",
         ) from None
 
 

@@ -31,12 +31,13 @@ from ..core.faults import (
     PriceChange,
 )
 from ..core.job import Job, ModelSpec, TrainingConstants
+from ..core.limits import LIMITS, check_limit, check_matrix
 from ..core.perf import ProfileCache, profile_job
 from ..core.scenario import Scenario
 from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS, Tariff
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
-from ..core.validate import require_float, require_int, require_square_matrix, require_str
-from ..errors import ScenarioError, ValidationError
+from ..core.validate import require_float, require_square_matrix, require_str
+from ..errors import ScenarioError, ValidationError, choices
 from .arrivals import ARRIVAL_PROCESSES, arrival_times
 
 __all__ = [
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 BUILTIN_SCENARIOS = ("fig1", "paper", "paper-aws", "online")
+#: The largest scenario file read: 64 MB holds an explicit list of 100,000 jobs many times.
+MAX_SCENARIO_BYTES = 64_000_000
 
 _TOP_KEYS = {
     "name",
@@ -147,23 +150,43 @@ def load_scenario_spec(source: str | Path) -> dict[str, Any]:
         origin = str(path)
         suffix = path.suffix.lower()
         try:
+            size = path.stat().st_size
+            if size > MAX_SCENARIO_BYTES:
+                raise ScenarioError(
+                    "scenario",
+                    origin,
+                    f"is {size / 1e6:,.1f} MB; a scenario file is at most "
+                    f"{MAX_SCENARIO_BYTES / 1e6:g} MB (give a workload rule, not a job list)",
+                )
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as err:
             raise ScenarioError("scenario", str(path), f"cannot be read: {err}") from None
-    if suffix == ".toml":
-        spec = _parse_toml(text, origin)
-    else:
-        try:
-            spec = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ScenarioError(
-                "scenario",
-                origin,
-                f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg}",
-            ) from None
+    try:
+        spec = _parse_toml(text, origin) if suffix == ".toml" else _parse_json(text, origin)
+    except RecursionError:
+        raise ScenarioError("scenario", origin, "is nested too deeply") from None
     if not isinstance(spec, dict):
         raise ScenarioError("scenario", origin, "the top level must be a table/object")
     return spec
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number in a scenario (JSON has no NaN or Infinity)")
+
+
+def _parse_json(text: str, origin: str) -> Any:
+    """Strict JSON: no ``NaN``/``Infinity`` (Python's json reads them), no integer longer than
+    Python converts, no nesting deeper than the interpreter's stack."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as err:
+        raise ScenarioError(
+            "scenario",
+            origin,
+            f"invalid JSON at line {err.lineno} column {err.colno}: {err.msg}",
+        ) from None
+    except ValueError as err:  # NaN, Infinity, or an integer of thousands of digits
+        raise ScenarioError("scenario", origin, f"invalid JSON: {err}") from None
 
 
 def _parse_toml(text: str, origin: str) -> dict[str, Any]:
@@ -180,7 +203,7 @@ def _parse_toml(text: str, origin: str) -> dict[str, Any]:
             ) from None
     try:
         parsed: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
+    except (tomllib.TOMLDecodeError, ValueError) as err:
         raise ScenarioError("scenario", origin, f"invalid TOML: {err}") from None
     return parsed
 
@@ -225,7 +248,7 @@ def check_knobs(knobs: Mapping[str, Any]) -> dict[str, Any]:
     ]
     for name in knobs:
         if name not in known:
-            raise ValidationError(name, knobs[name], f"unknown knob; known: {', '.join(known)}")
+            raise ValidationError(name, knobs[name], f"unknown knob; known: {choices(known)}")
     return dict(knobs)
 
 
@@ -306,7 +329,7 @@ class ScenarioTemplate:
         """The scenario for ``seed``: the workload rule's draws come from
         ``numpy.random.default_rng(seed)`` in a fixed order (models, datasets, arrivals, then
         the start hour when it is ``random``)."""
-        seed = require_int("seed", seed, minimum=0)
+        seed = check_limit("seed", seed)
         rng = np.random.default_rng(seed)
         rows = self.rows if self.rows is not None else self._draw(rng)
         start_hour = self.start_hour
@@ -432,11 +455,12 @@ def compile_scenario(
     if not isinstance(spec, Mapping):
         raise ScenarioError("scenario", type(spec).__name__, "must be a mapping")
     _no_unknown_keys("scenario", spec, _TOP_KEYS)
-    bandwidth_scale = require_float("bandwidth_scale", bandwidth_scale, positive=True)
-    gpu_scale = require_float("gpu_scale", gpu_scale, positive=True)
+    bandwidth_scale = check_limit("bandwidth_scale", bandwidth_scale)
+    gpu_scale = check_limit("gpu_scale", gpu_scale)
     if n_jobs is not None:
-        n_jobs = require_int("n_jobs", n_jobs, minimum=1)
+        n_jobs = check_limit("workload.n_jobs", n_jobs, field="n_jobs")
     name = require_str("name", spec.get("name", "custom"))
+    description, source = (_text(key, spec.get(key, "")) for key in ("description", "source"))
     ignore = spec.get("ignore_memory", False) if ignore_memory is None else ignore_memory
     if not isinstance(ignore, bool):
         field = "ignore_memory" if ignore_memory is None else "--ignore-memory"
@@ -500,8 +524,8 @@ def compile_scenario(
     knobs = {"bandwidth_scale": bandwidth_scale, "gpu_scale": gpu_scale}
     template = ScenarioTemplate(
         name,
-        str(spec.get("description", "")),
-        str(spec.get("source", "")),
+        description,
+        source,
         cluster,
         models,
         datasets,
@@ -529,7 +553,7 @@ def compile_scenario(
     if horizon_h is not None:
         if template.workload is None:
             raise ScenarioError("horizon_h", horizon_h, "needs a workload rule, not a job list")
-        cut = require_float("horizon_h", horizon_h, positive=True)
+        cut = check_limit("workload.horizon_h", horizon_h, field="horizon_h")
         template = dataclasses.replace(
             template, workload=dataclasses.replace(template.workload, horizon_h=cut)
         )
@@ -562,8 +586,8 @@ def _faults(
             kinds = ", ".join(_EVENT_KEYS)
             raise ScenarioError(f"{f}.type", ev, f"an event is a table with type one of: {kinds}")
         _no_unknown_keys(f, ev, _EVENT_KEYS[ev["type"]])
-        start = require_float(f"{f}.start_h", _get(f, ev, "start_h"), minimum=0.0)
-        end = require_float(f"{f}.end_h", _get(f, ev, "end_h"), minimum=0.0)
+        start = check_limit("events.start_h", _get(f, ev, "start_h"), field=f"{f}.start_h")
+        end = check_limit("events.end_h", _get(f, ev, "end_h"), field=f"{f}.end_h")
         if end <= start:
             raise ScenarioError(f"{f}.end_h", end, f"must be after start_h ({start:g})")
         if ev["type"] == "outage":
@@ -571,14 +595,16 @@ def _faults(
             downs.append(Outage(r, start * h, end * h))
         elif ev["type"] == "price":
             r = _region_index(f"{f}.region", _get(f, ev, "region"), names)
-            factor = require_float(f"{f}.factor", _get(f, ev, "factor"), minimum=0.0)
+            factor = check_limit(
+                "events.factor (price)", _get(f, ev, "factor"), field=f"{f}.factor"
+            )
             prices.append(PriceChange(r, factor, start * h, end * h))
         else:
             a = _region_index(f"{f}.src", _get(f, ev, "src"), names)
             b = _region_index(f"{f}.dst", _get(f, ev, "dst"), names)
             if a == b:
                 raise ScenarioError(f"{f}.dst", names[b], "a link joins two different regions")
-            factor = require_float(f"{f}.factor", _get(f, ev, "factor"), positive=True, maximum=1.0)
+            factor = check_limit("events.factor (link)", _get(f, ev, "factor"), field=f"{f}.factor")
             symmetric = ev.get("symmetric", False)
             if not isinstance(symmetric, bool):
                 raise ScenarioError(f"{f}.symmetric", symmetric, "must be true or false")
@@ -588,8 +614,8 @@ def _faults(
     for i, (region, start, end) in enumerate(outages):
         f = f"--outage[{i}]"
         r = _region_index(f"{f}.region", region, names)
-        t0 = require_float(f"{f}.start_h", start, minimum=0.0)
-        t1 = require_float(f"{f}.end_h", end, minimum=0.0)
+        t0 = check_limit("events.start_h", start, field=f"{f}.start_h")
+        t1 = check_limit("events.end_h", end, field=f"{f}.end_h")
         if t1 <= t0:
             raise ScenarioError(f"{f}.end_h", end, f"must be after start_h ({t0:g})")
         downs.append(Outage(r, t0 * h, t1 * h))
@@ -599,24 +625,23 @@ def _faults(
         b = _region_index(f"{f}.dst", dst, names)
         if a == b:
             raise ScenarioError(f"{f}.dst", dst, "a link joins two different regions")
-        x = require_float(f"{f}.factor", factor, positive=True, maximum=1.0)
-        t0 = require_float(f"{f}.start_h", start, minimum=0.0)
-        t1 = require_float(f"{f}.end_h", end, minimum=0.0)
+        x = check_limit("events.factor (link)", factor, field=f"{f}.factor")
+        t0 = check_limit("events.start_h", start, field=f"{f}.start_h")
+        t1 = check_limit("events.end_h", end, field=f"{f}.end_h")
         if t1 <= t0:
             raise ScenarioError(f"{f}.end_h", end, f"must be after start_h ({t0:g})")
         links.append(LinkChange(a, b, x, t0 * h, t1 * h))
 
-    def knob(key: str, given: float | None, default: float, **bounds: Any) -> float:
-        value = spec.get(key, default) if given is None else given
-        return require_float(key, value, **bounds)
+    def knob(key: str, given: float | None, default: float) -> float:
+        return check_limit(key, spec.get(key, default) if given is None else given)  # type: ignore[no-any-return]
 
     model = FaultModel(
         tuple(downs),
         tuple(links),
         tuple(prices),
-        knob("gpu_failure_rate", rate, 0.0, minimum=0.0),
-        knob("checkpoint_interval_s", checkpoint_s, DEFAULT_CHECKPOINT_INTERVAL_S, positive=True),
-        knob("restart_s", restart, DEFAULT_RESTART_S, minimum=0.0),
+        knob("gpu_failure_rate", rate, 0.0),
+        knob("checkpoint_interval_s", checkpoint_s, DEFAULT_CHECKPOINT_INTERVAL_S),
+        knob("restart_s", restart, DEFAULT_RESTART_S),
     )
     return model if model.active else None
 
@@ -631,7 +656,7 @@ def _with_load(template: ScenarioTemplate, load: Any, field: str) -> ScenarioTem
     w = template.workload
     if w is None or w.arrivals == "batch":
         raise ScenarioError(field, load, "needs a workload with poisson or philly arrivals")
-    target = require_float(field, load, positive=True)
+    target = check_limit("workload.load", load, field=field)
     rate = target * template.cluster.total_gpus / template.mean_gpu_hours()
     return dataclasses.replace(template, workload=dataclasses.replace(w, rate=rate))
 
@@ -658,6 +683,13 @@ def _check_batch(field: str, batch: int, micro_batch: int) -> None:
 # ------------------------------------------------------------------------------ sections
 
 
+def _text(key: str, value: Any) -> str:
+    """A free-text field: any string, empty included, and nothing else."""
+    if not isinstance(value, str):
+        raise ScenarioError(key, value, "must be a string")
+    return value
+
+
 def _list(spec: Mapping[str, Any], key: str) -> list[Any]:
     if key not in spec:
         raise ScenarioError(key, None, "is missing")
@@ -680,7 +712,7 @@ def _no_unknown_keys(field: str, value: Mapping[str, Any], allowed: set[str]) ->
         raise ScenarioError(
             f"{field}.{unknown[0]}",
             value[unknown[0]],
-            f"unknown key; allowed: {', '.join(sorted(allowed))}",
+            f"unknown key; allowed: {choices(sorted(allowed))}",
         )
 
 
@@ -692,35 +724,32 @@ def _get(field: str, row: Mapping[str, Any], key: str) -> Any:
 
 def _constants(raw: Any) -> tuple[TrainingConstants, float, int, float]:
     c = _table("constants", raw, _CONSTANT_KEYS)
-    defaults = TrainingConstants()
-
-    def num(key: str, default: float) -> float:
-        return require_float(f"constants.{key}", c.get(key, default), positive=True)
-
+    d = TrainingConstants()
+    defaults = {
+        "seq_len": d.seq_len,
+        "micro_batch": d.micro_batch,
+        "peak_tflops": d.peak_flops / 1e12,
+        "mfu": d.mfu,
+        "stage_overhead_s": 0.0,
+        "bytes_per_value": 2,
+        "bytes_per_param": d.bytes_per_param,
+        "layer_activation_factor": d.layer_activation_factor,
+        "power_kw": 0.3,
+        "epochs": 1,
+        "gpu_memory_gb": DEFAULT_GPU_MEMORY_BYTES / 1e9,
+    }
+    v = {key: check_limit(f"constants.{key}", c.get(key, value)) for key, value in defaults.items()}
     constants = TrainingConstants(
-        seq_len=require_int("constants.seq_len", c.get("seq_len", defaults.seq_len), minimum=1),
-        micro_batch=require_int(
-            "constants.micro_batch", c.get("micro_batch", defaults.micro_batch), minimum=1
-        ),
-        peak_flops=num("peak_tflops", defaults.peak_flops / 1e12) * 1e12,
-        mfu=require_float("constants.mfu", c.get("mfu", defaults.mfu), positive=True, maximum=1),
-        stage_overhead=require_float(
-            "constants.stage_overhead_s", c.get("stage_overhead_s", 0.0), minimum=0.0
-        ),
-        bytes_per_value=require_int(
-            "constants.bytes_per_value", c.get("bytes_per_value", 2), minimum=1
-        ),
-        bytes_per_param=num("bytes_per_param", defaults.bytes_per_param),
-        layer_activation_factor=require_float(
-            "constants.layer_activation_factor",
-            c.get("layer_activation_factor", defaults.layer_activation_factor),
-            minimum=0.0,
-        ),
+        seq_len=v["seq_len"],
+        micro_batch=v["micro_batch"],
+        peak_flops=v["peak_tflops"] * 1e12,
+        mfu=v["mfu"],
+        stage_overhead=v["stage_overhead_s"],
+        bytes_per_value=v["bytes_per_value"],
+        bytes_per_param=v["bytes_per_param"],
+        layer_activation_factor=v["layer_activation_factor"],
     )
-    power = num("power_kw", 0.3)
-    epochs = require_int("constants.epochs", c.get("epochs", 1), minimum=1)
-    gpu_memory = num("gpu_memory_gb", DEFAULT_GPU_MEMORY_BYTES / 1e9) * 1e9
-    return constants, power, epochs, gpu_memory
+    return constants, v["power_kw"], v["epochs"], v["gpu_memory_gb"] * 1e9
 
 
 def _regions(
@@ -735,30 +764,34 @@ def _regions(
         name = require_str(f"{f}.name", _get(f, row, "name"))
         if any(r.name == name for r in regions):
             raise ScenarioError(f"{f}.name", name, "duplicate region name")
-        gpus = require_int(f"{f}.gpus", _get(f, row, "gpus"), minimum=1)
-        price = require_float(
-            f"{f}.price_usd_per_kwh", _get(f, row, "price_usd_per_kwh"), minimum=0.0
-        )
+
+        def num(key: str, value: Any) -> Any:
+            return check_limit(f"regions.{key}", value, field=f"{f}.{key}")  # noqa: B023
+
+        gpus = num("gpus", _get(f, row, "gpus"))
+        scaled = scale_gpus(gpus, gpu_scale)
+        top = LIMITS["regions.gpus"].high
+        if scaled > top:
+            raise ScenarioError("gpu_scale", gpu_scale, f"gives {f} {scaled:,} GPUs (> {top:,})")
+        price = num("price_usd_per_kwh", _get(f, row, "price_usd_per_kwh"))
         bw = row.get("bandwidth_gbps")
         if bw is not None:
-            bw = require_float(f"{f}.bandwidth_gbps", bw, positive=True)
+            bw = num("bandwidth_gbps", bw)
         intra = row.get("intra_gbps", bw)
         if intra is None:
             raise ScenarioError(
                 f"{f}.intra_gbps", None, "is missing (give intra_gbps or bandwidth_gbps)"
             )
-        intra = require_float(f"{f}.intra_gbps", intra, positive=True)
+        intra = num("intra_gbps", intra)
         memory = gpu_memory
         if "gpu_memory_gb" in row:
-            memory = require_float(f"{f}.gpu_memory_gb", row["gpu_memory_gb"], positive=True) * 1e9
-        carbon = require_float(
-            f"{f}.carbon_g_per_kwh", row.get("carbon_g_per_kwh", 0.0), minimum=0.0
-        )
+            memory = num("gpu_memory_gb", row["gpu_memory_gb"]) * 1e9
+        carbon = num("carbon_g_per_kwh", row.get("carbon_g_per_kwh", 0.0))
         zones.append(require_str(f"{f}.price_zone", row.get("price_zone", name)))
         regions.append(
             Region(
                 name,
-                scale_gpus(gpus, gpu_scale),
+                scaled,
                 price,
                 gbps_to_bytes_per_s(intra),
                 memory,
@@ -789,7 +822,9 @@ def _links(raw: Any, names: list[str], region_bw: list[float | None]) -> np.ndar
         return require_square_matrix("links", gbps_to_bytes_per_s(1.0) * gbps, k)
     if "matrix_gbps" in links:
         m = require_square_matrix("links.matrix_gbps", links["matrix_gbps"], k)
-        return m * gbps_to_bytes_per_s(1.0)
+        return check_matrix(
+            "links.matrix_gbps", m, LIMITS["links.matrix_gbps"]
+        ) * gbps_to_bytes_per_s(1.0)
     pairs = links["pairs"]
     if not isinstance(pairs, list):
         raise ScenarioError("links.pairs", pairs, "must be a list")
@@ -806,9 +841,9 @@ def _links(raw: Any, names: list[str], region_bw: list[float | None]) -> np.ndar
         if ("gbps" in pair) == ("mbps" in pair):
             raise ScenarioError(f, dict(pair), "give exactly one of gbps, mbps")
         if "gbps" in pair:
-            bps = gbps_to_bytes_per_s(require_float(f"{f}.gbps", pair["gbps"], minimum=0.0))
+            bps = gbps_to_bytes_per_s(check_limit("links.gbps", pair["gbps"], field=f"{f}.gbps"))
         else:
-            bps = mbps_to_bytes_per_s(require_float(f"{f}.mbps", pair["mbps"], minimum=0.0))
+            bps = mbps_to_bytes_per_s(check_limit("links.mbps", pair["mbps"], field=f"{f}.mbps"))
         out[a, b] = bps
         if symmetric:
             out[b, a] = bps
@@ -818,12 +853,13 @@ def _links(raw: Any, names: list[str], region_bw: list[float | None]) -> np.ndar
 def _latency(raw: Any, k: int) -> np.ndarray:
     if raw is None:
         return np.zeros((k, k))
-    return require_square_matrix("latency_ms", raw, k) / 1000.0
+    matrix = require_square_matrix("latency_ms", raw, k)
+    return check_matrix("latency_ms", matrix, LIMITS["latency_ms"]) / 1000.0
 
 
 def _region_index(field: str, name: Any, names: list[str]) -> int:
     if name not in names:
-        raise ScenarioError(field, name, f"unknown region; known: {', '.join(names)}")
+        raise ScenarioError(field, name, f"unknown region; known: {choices(names)}")
     return names.index(name)
 
 
@@ -840,17 +876,16 @@ def _named_table(rows: list[Any], field: str, keys: set[str], parse: Any) -> dic
 
 
 def _model(f: str, row: Mapping[str, Any]) -> tuple[ModelSpec, int]:
-    model = ModelSpec(
-        name=row["name"],
-        params=require_float(f"{f}.params", _get(f, row, "params"), positive=True),
-        n_layers=require_int(f"{f}.layers", _get(f, row, "layers"), minimum=1),
-        hidden=require_int(f"{f}.hidden", _get(f, row, "hidden"), minimum=1),
-    )
-    return model, require_int(f"{f}.batch", _get(f, row, "batch"), minimum=1)
+    v = {
+        key: check_limit(f"models.{key}", _get(f, row, key), field=f"{f}.{key}")
+        for key in ("params", "layers", "hidden", "batch")
+    }
+    model = ModelSpec(row["name"], v["params"], v["layers"], v["hidden"])
+    return model, v["batch"]
 
 
 def _dataset(f: str, row: Mapping[str, Any]) -> int:
-    return require_int(f"{f}.samples", _get(f, row, "samples"), minimum=1)
+    return check_limit("datasets.samples", _get(f, row, "samples"), field=f"{f}.samples")  # type: ignore[no-any-return]
 
 
 def _explicit_jobs(
@@ -864,13 +899,15 @@ def _explicit_jobs(
             JobRow(
                 model=_choice(f"{f}.model", _get(f, row, "model"), models, "model"),
                 dataset=_choice(f"{f}.dataset", _get(f, row, "dataset"), datasets, "dataset"),
-                submit_h=require_float(f"{f}.submit_h", row.get("submit_h", 0.0), minimum=0.0),
+                submit_h=check_limit(
+                    "jobs.submit_h", row.get("submit_h", 0.0), field=f"{f}.submit_h"
+                ),
                 batch=None
                 if "batch" not in row
-                else require_int(f"{f}.batch", row["batch"], minimum=1),
+                else check_limit("jobs.batch", row["batch"], field=f"{f}.batch"),
                 epochs=None
                 if "epochs" not in row
-                else require_int(f"{f}.epochs", row["epochs"], minimum=1),
+                else check_limit("jobs.epochs", row["epochs"], field=f"{f}.epochs"),
                 name=require_str(f"{f}.name", row["name"]) if "name" in row else "",
             )
         )
@@ -892,11 +929,11 @@ def _workload(
     n = (
         n_jobs
         if n_jobs is not None
-        else require_int("workload.n_jobs", _get("workload", w, "n_jobs"), minimum=1)
+        else check_limit("workload.n_jobs", _get("workload", w, "n_jobs"))
     )
     rate = None
     if "arrival_rate_per_h" in w:
-        rate = require_float("workload.arrival_rate_per_h", w["arrival_rate_per_h"], positive=True)
+        rate = check_limit("workload.arrival_rate_per_h", w["arrival_rate_per_h"])
     arrivals = w.get("arrivals", "batch" if rate is None else "poisson")
     if arrivals not in ARRIVAL_PROCESSES:
         raise ScenarioError(
@@ -914,12 +951,12 @@ def _workload(
         raise ScenarioError("workload.load", w["load"], "give a load or a rate, not both")
     horizon = None
     if "horizon_h" in w:
-        horizon = require_float("workload.horizon_h", w["horizon_h"], positive=True)
+        horizon = check_limit("workload.horizon_h", w["horizon_h"])
     return WorkloadRule(
         n_jobs=n,
         models=_how("workload.models", w.get("models", "cycle"), model_names),
         datasets=_how("workload.datasets", w.get("datasets", "random"), dataset_names),
-        submit_h=require_float("workload.submit_h", w.get("submit_h", 0.0), minimum=0.0),
+        submit_h=check_limit("workload.submit_h", w.get("submit_h", 0.0)),
         rate=rate,
         arrivals=str(arrivals),
         horizon_h=horizon,
@@ -932,7 +969,7 @@ def _how(field: str, how: Any, names: list[str]) -> Draw:
     if isinstance(how, Mapping) and how:
         for name in how:
             _choice(f"{field}.{name}", name, dict.fromkeys(names), field.split(".")[-1][:-1])
-        weights = [require_float(f"{field}.{k}", v, minimum=0.0) for k, v in how.items()]
+        weights = [check_limit("workload.weight", v, field=f"{field}.{k}") for k, v in how.items()]
         total = math.fsum(weights)
         if total <= 0:
             raise ScenarioError(field, dict(how), "needs a positive weight")
@@ -940,7 +977,7 @@ def _how(field: str, how: Any, names: list[str]) -> Draw:
     raise ScenarioError(
         field,
         how,
-        f"must be 'cycle', 'random', a {{name: weight}} table or one of: {', '.join(names)}",
+        f"must be 'cycle', 'random', a {{name: weight}} table or one of: {choices(names)}",
     )
 
 
@@ -966,5 +1003,5 @@ def _pick(how: Draw, names: list[str], n: int, rng: np.random.Generator) -> list
 
 def _choice(field: str, name: Any, table: Mapping[str, Any], what: str) -> str:
     if not isinstance(name, str) or name not in table:
-        raise ScenarioError(field, name, f"unknown {what}; known: {', '.join(table)}")
+        raise ScenarioError(field, name, f"unknown {what}; known: {choices(table)}")
     return name

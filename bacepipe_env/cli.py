@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from . import __version__
 from .core.admission import ADMISSION_RULES
@@ -24,7 +24,7 @@ from .core.limits import LIMITS, Limit, check_limit
 from .core.simulator import RunResult
 from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
-from .errors import BacepipeError, ValidationError, choices, shorten
+from .errors import BacepipeError, OneLineParser, ValidationError, choices, shorten
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
 from .experiments.evaluate import evaluate_policies, learned_display_name
 from .experiments.faults import DEFAULT_POLICIES as FAULT_POLICIES
@@ -100,15 +100,8 @@ def _limited(key: str | Limit) -> Any:
     return parse
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors as one line, like every other error of the command."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineParser(
         prog="bacepipe",
         description="Simulate geo-distributed pipeline-parallel LLM training schedulers "
         "(BACE-Pipe, arXiv 2605.25375).",

@@ -6,14 +6,16 @@ command-line front end can catch one type and print one line.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "MAX_FIELD_CHARS",
     "MAX_LINE_CHARS",
     "MAX_VALUE_CHARS",
     "BacepipeError",
+    "OneLineParser",
     "PlacementError",
     "ScenarioError",
     "SimulationError",
@@ -85,3 +87,13 @@ class PlacementError(BacepipeError, ValueError):
 
 class SimulationError(BacepipeError, RuntimeError):
     """The simulation cannot go on (for example a job no policy will ever place)."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line, ``PROG: error: ... (see PROG
+    --help)``, with exit status 2, like every other error of the commands (argparse prints
+    the whole usage first, twenty lines for ``bacepipe train learn``)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the one line and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

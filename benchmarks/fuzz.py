@@ -108,14 +108,33 @@ FLAGS = {
     "sweep": ["--values", "--seeds"],
     "online": ["--loads", "--jobs", "--seeds", "--policies"],
     "faults": ["--rates", "--seeds", "--scenario", "--policies"],
+    "train learn": [
+        "--learning-rate",
+        "--n-envs",
+        "--gamma",
+        "--net-arch",
+        "--env-kwargs",
+        "--seed",
+        "--n-eval",
+    ],
 }
 #: What each command runs with besides the fuzzed flag: one seed and a small world, so that a
 #: valid value finishes well inside the timeout (a long run is not a hang).
-QUICK = {
-    "compare": ["--seeds", "2"],
-    "sweep": ["--kind", "jobs", "--seeds", "1"],
-    "online": ["--seeds", "1", "--loads", "0.5", "--jobs", "6", "--policies", "bace-pipe"],
-    "faults": ["--seeds", "1", "--rates", "0,1e-4", "--policies", "bace-pipe"],
+QUICK: dict[str, list[tuple[str, ...]]] = {
+    "compare": [("--seeds", "2")],
+    "sweep": [("--kind", "jobs"), ("--seeds", "1")],
+    "online": [("--seeds", "1"), ("--loads", "0.5"), ("--jobs", "6"), ("--policies", "bace-pipe")],
+    "faults": [("--seeds", "1"), ("--rates", "0,1e-4"), ("--policies", "bace-pipe")],
+    "train learn": [
+        ("--total-timesteps", "64"),
+        ("--n-steps", "32"),
+        ("--batch-size", "32"),
+        ("--n-envs", "1"),
+        ("--eval-freq", "64"),
+        ("--n-eval", "1"),
+        ("--checkpoint-freq", "64"),
+        ("--no-progress",),
+    ],
 }
 ENV_ARGS = [
     "max_queue",
@@ -284,12 +303,13 @@ def flag_cases(rng: random.Random, n: int, tmp: Path) -> list[tuple[str, list[st
         command = rng.choice(sorted(FLAGS))
         flag = rng.choice(FLAGS[command])
         value = rng.choice(FLAG_VALUES)
-        argv = [command, flag, value]
-        quick = QUICK.get(command, [])
-        for j in range(0, len(quick), 2):  # the fuzzed flag replaces its quick value
-            if quick[j] != flag:
-                argv += quick[j : j + 2]
-        if command != "simulate" and flag != "--out":
+        argv = [*command.split(), flag, value]
+        for option in QUICK.get(command, []):  # the fuzzed flag replaces its quick value
+            if option[0] != flag:
+                argv += option
+        if command == "train learn":
+            argv += ["--logdir", str(tmp / f"runs{i}")]
+        elif command != "simulate" and flag != "--out":
             argv += ["--out", str(tmp / f"{command}{i}")]
         if command == "simulate" and flag != "--scenario":
             argv += ["--scenario", "paper"]

@@ -56,10 +56,13 @@ class Limit:
 
 
 def _num(x: float) -> str:
-    if x == 2**63 - 1:
-        return "2**63 - 1"
-    if x == int(x) and abs(x) < 1e7:
-        return f"{int(x):,}"
+    """``10,000``, ``1e9``, ``2**63 - 1``, ``0.001``: how a range's end reads best."""
+    if x == int(x):
+        n = int(x)
+        if n >= 2**31 and (n + 1) & n == 0:  # one below a power of two: a seed's range
+            return f"2**{(n + 1).bit_length() - 1} - 1"
+        if abs(n) < 10_000_000:
+            return f"{n:,}"
     return f"{x:g}".replace("e+0", "e").replace("e+", "e").replace("e-0", "e-")
 
 

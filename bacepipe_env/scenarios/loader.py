@@ -488,7 +488,7 @@ def compile_scenario(
     latency = _latency(spec.get("latency_ms"), len(names))
     cluster = Cluster(tuple(regions), bandwidth, latency, power_kw)
     # Validate the tariff's fields now, so that a bad zone or egress matrix fails at load.
-    Tariff(
+    checked = Tariff(
         cluster.prices,
         cluster.carbon,
         model=str(price_model),
@@ -497,7 +497,7 @@ def compile_scenario(
         egress_usd_per_gb=egress,
     )
     if egress is not None and not isinstance(egress, (int, float)):
-        egress = tuple(tuple(float(x) for x in row) for row in egress)
+        egress = checked.egress  # the validated matrix (its unused diagonal set to 0)
 
     models = _named_table(_list(spec, "models"), "models", _MODEL_KEYS, _model)
     datasets = _named_table(_list(spec, "datasets"), "datasets", _DATASET_KEYS, _dataset)

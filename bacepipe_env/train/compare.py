@@ -18,7 +18,6 @@ is printed and saved as ``{logdir}/comparison.csv``.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import json
@@ -32,7 +31,7 @@ import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from ..envs.agents import evaluate, make_agent
-from ..errors import BacepipeError
+from ..errors import BacepipeError, OneLineParser
 from ..experiments.stats import estimate
 from ..experiments.tensorboard import Category, Chart, ScalarWriter, run_component
 from .config import env_slug
@@ -252,7 +251,7 @@ def _learned_row(logdir: Path, run_dir: Path, data: dict[str, Any]) -> dict[str,
 
 def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -> int:
     """Command-line entry point (``bacepipe train compare``, ``python -m train.compare``)."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser = OneLineParser(prog=prog, description=__doc__)
     parser.add_argument("--logdir", default="runs", help="folder of train.learn runs")
     parser.add_argument(
         "--policies", default=",".join(HEURISTICS), help="comma-separated heuristic policies"

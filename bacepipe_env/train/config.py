@@ -13,9 +13,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from ..core.limits import Limit, check_limit
 from ..envs.registration import env_slug  # re-exported: the run folders' env names
+from ..errors import OneLineParser, ValidationError
 
-__all__ = ["TrainConfig", "env_slug", "parse_config"]
+__all__ = ["TRAIN_LIMITS", "TrainConfig", "env_slug", "parse_config"]
+
+_STEPS = Limit(1, 10_000_000_000, "steps", integer=True)  # ten billion: months on 2 cores
+_WIDTH = Limit(1, 65_536, integer=True)
+_SEED = Limit(0, 2**32 - 1, integer=True)  # numpy's legacy seeding, which SB3 uses, stops there
+
+#: The range of every numeric training setting (checked like a scenario's fields): beyond
+#: these a run hangs (a billion worker processes), overflows, or trains on NaN (a learning
+#: rate of 1e308 diverges at the first step).
+TRAIN_LIMITS: dict[str, Limit] = {
+    "total_timesteps": _STEPS,
+    "n_envs": Limit(1, 256, "processes", integer=True),
+    "seed": _SEED,
+    "learning_rate": Limit(0.0, 1.0, open_low=True),
+    "n_steps": Limit(1, 1_000_000, "steps", integer=True),
+    "batch_size": Limit(1, 1_000_000, integer=True),
+    "n_epochs": Limit(1, 1_000, integer=True),
+    "gamma": Limit(0.0, 1.0, open_low=True),
+    "gae_lambda": Limit(0.0, 1.0),
+    "ent_coef": Limit(0.0, 10.0),
+    "slot_hidden": _WIDTH,
+    "buffer_size": Limit(1, 100_000_000, integer=True),
+    "learning_starts": Limit(0, 10_000_000_000, "steps", integer=True),
+    "exploration_fraction": Limit(0.0, 1.0),
+    "target_update_interval": _STEPS,
+    "eval_freq": _STEPS,
+    "n_eval": Limit(1, 100_000, "episodes", integer=True),
+    "eval_seed": _SEED,
+    "checkpoint_freq": _STEPS,
+    "torch_threads": Limit(1, 256, integer=True),
+}
+_TEXT = ("algo", "policy", "env_id", "logdir", "run_name")
 
 
 @dataclass
@@ -53,30 +86,35 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
+        for name in _TEXT:
+            if not isinstance(getattr(self, name), str):
+                raise ValidationError(name, getattr(self, name), "must be a string")
+        for name, limit in TRAIN_LIMITS.items():
+            setattr(
+                self, name, check_limit(name, getattr(self, name), limit=limit, exc=ValidationError)
+            )
+        if not isinstance(self.env_kwargs, dict) or not all(
+            isinstance(k, str) for k in self.env_kwargs
+        ):
+            raise ValidationError(
+                "env_kwargs", self.env_kwargs, "must be a JSON object of GeoPipeEnv keywords"
+            )
+        if not isinstance(self.progress, bool):
+            raise ValidationError("progress", self.progress, "must be true or false")
+        if not isinstance(self.net_arch, list) or not 1 <= len(self.net_arch) <= 16:
+            raise ValidationError("net_arch", self.net_arch, "must be 1 to 16 layer widths")
+        self.net_arch = [
+            check_limit(f"net_arch[{i}]", w, limit=_WIDTH, exc=ValidationError)
+            for i, w in enumerate(self.net_arch)
+        ]
+        if self.eval_seed + self.n_eval - 1 > _SEED.high:
+            raise ValidationError("eval_seed", self.eval_seed, "+ n_eval must stay below 2**32")
         if self.algo not in ("maskable_ppo", "ppo", "dqn"):
             raise ValueError(f"algo must be maskable_ppo, ppo or dqn, got {self.algo!r}")
         if self.policy not in ("mlp", "slot"):
             raise ValueError(f"policy must be mlp or slot, got {self.policy!r}")
         if self.policy == "slot" and (self.algo != "maskable_ppo" or self.observation != "dict"):
             raise ValueError("policy slot needs algo maskable_ppo on the dict observation")
-        for name in (
-            "total_timesteps",
-            "n_envs",
-            "n_steps",
-            "batch_size",
-            "n_epochs",
-            "eval_freq",
-            "n_eval",
-            "checkpoint_freq",
-            "torch_threads",
-            "slot_hidden",
-        ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.seed < 0 or self.eval_seed < 0:
-            raise ValueError("seeds must be >= 0")
-        if not 0.0 < self.gamma <= 1.0:
-            raise ValueError(f"gamma must be in (0, 1], got {self.gamma}")
 
     @property
     def observation(self) -> str:
@@ -181,7 +219,7 @@ def parse_config(
     Returns the config and the ``--resume`` run directory ('' when not resuming). ``prog``
     names the command in usage and error lines (``bacepipe train learn`` when installed).
     """
-    parser = argparse.ArgumentParser(prog=prog, description=TrainConfig.__doc__)
+    parser = OneLineParser(prog=prog, description=TrainConfig.__doc__)
     parser.add_argument(
         "--config",
         help="JSON or TOML file of TrainConfig fields, or a run's config.json to repeat that run",

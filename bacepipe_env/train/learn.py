@@ -38,6 +38,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from .. import __version__
 from ..envs.agents import evaluate
+from ..errors import BacepipeError
 from ..experiments.progress import Progress
 from .config import TrainConfig, parse_config
 from .sb3 import ALGOS, SB3Agent, algo_class
@@ -49,6 +50,24 @@ def eval_seeds(cfg: TrainConfig) -> list[int]:
     """The held-out reset seeds. Training environments are seeded with ``seed + rank`` once
     and never reset with an explicit seed again, so their episodes come from other streams."""
     return list(range(cfg.eval_seed, cfg.eval_seed + cfg.n_eval))
+
+
+def check_env_settings(cfg: TrainConfig) -> None:
+    """Build and reset the run's environment once; a mistake in ``env_id`` or ``env_kwargs``
+    becomes a one-line BacepipeError naming the setting."""
+    try:
+        env = gym.make(cfg.env_id, **cfg.resolved_env_kwargs())
+    except BacepipeError as err:
+        raise BacepipeError(f"env_kwargs: {err}") from None
+    except (gym.error.Error, TypeError, ValueError) as err:
+        setting = "env_id" if isinstance(err, gym.error.Error) else "env_kwargs"
+        raise BacepipeError(f"{setting}: {err}") from None
+    try:
+        env.reset(seed=cfg.seed)
+    except (BacepipeError, TypeError, ValueError) as err:
+        raise BacepipeError(f"env_kwargs: {err}") from None
+    finally:
+        env.close()
 
 
 def make_eval_env(cfg: TrainConfig) -> gym.Env[Any, Any]:
@@ -250,7 +269,12 @@ def _merge_progress(path: Path, earlier: list[dict[str, str]]) -> None:
 
 
 def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, float]]]:
-    """Run (or resume) one training run; returns its directory and the evaluation history."""
+    """Run (or resume) one training run; returns its directory and the evaluation history.
+
+    The environment is built once here first, so that a bad ``env_id`` or ``env_kwargs`` is
+    one :class:`~bacepipe_env.errors.BacepipeError` naming the setting, not a traceback from
+    inside a worker process."""
+    check_env_settings(cfg)
     torch.set_num_threads(cfg.torch_threads)
     set_random_seed(cfg.seed)
     run_dir = (
@@ -337,7 +361,11 @@ def main(
 ) -> int:
     """Command-line entry point (``bacepipe train learn``, ``python -m train.learn``)."""
     cfg, resume = parse_config(argv, defaults, prog)
-    run_dir, history = train(cfg, resume)
+    try:
+        run_dir, history = train(cfg, resume)
+    except BacepipeError as err:  # one line, like a settings error
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 2
     last = history[-1] if history else {}
     print(f"run: {run_dir}")
     if last:

@@ -290,3 +290,17 @@ def test_the_docs_list_every_range_as_the_table_has_it() -> None:
     for key, limit in LIMITS.items():
         unit = f" {limit.unit}" if limit.unit else ""
         assert rows.get(key, "").strip() == f"{limit.text()}{unit}", key
+
+
+def test_an_egress_matrix_diagonal_is_unused_whatever_it_holds() -> None:
+    """The diagonal of a K x K egress matrix is a region to itself: ignored, like a
+    bandwidth matrix's (it was converted anyway, so null there was a TypeError)."""
+    k = len(PAPER["regions"])
+    rows = [[None if i == j else 0.02 for j in range(k)] for i in range(k)]
+    template = compile_scenario({**PAPER, "egress_usd_per_gb": rows})
+    assert template.egress_usd_per_gb == tuple(
+        tuple(0.0 if i == j else 0.02 for j in range(k)) for i in range(k)
+    )
+    rows[0][1] = "0.02"  # off the diagonal a string is still refused
+    with pytest.raises(ScenarioError, match=r"^egress_usd_per_gb\[0\]\[1\]: must be a number"):
+        compile_scenario({**PAPER, "egress_usd_per_gb": rows})

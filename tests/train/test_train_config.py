@@ -103,7 +103,11 @@ def test_bad_values_exit_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> 
         (["--algo", "a2c"], "'a2c'"),
         (["--n-eval", "0"], "n_eval"),
         (["--gamma", "1.5"], "gamma"),
-        (["--seed", "-1"], "seeds"),
+        (["--seed", "-1"], "seed: must be in [0, 2**32 - 1]"),
+        (["--learning-rate", "nan"], "learning_rate: must be finite"),
+        (["--learning-rate", "1e308"], "learning_rate: must be in (0, 1]"),
+        (["--n-envs", "1000000000"], "n_envs: must be in [1, 256] processes"),
+        (["--net-arch", "0"], "net_arch[0]: must be in [1, 65,536]"),
     ):
         with pytest.raises(SystemExit) as info:
             parse_config(argv)

@@ -167,17 +167,21 @@ def bad_settings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """``python -m train.learn`` with four bad settings, run side by side."""
     tmp = tmp_path_factory.mktemp("bad_settings")
     logdir = str(tmp / "runs")
-    algo, n_envs, config, resume = run_many(
+    algo, n_envs, config, resume, env_kwargs, env_id = run_many(
         ("-m", "train.learn", "--algo", "nope", "--logdir", logdir),
         ("-m", "train.learn", "--n-envs", "0", "--logdir", logdir),
         ("-m", "train.learn", "--config", str(tmp / "missing.json"), "--logdir", logdir),
         ("-m", "train.learn", "--resume", str(tmp / "nowhere")),
+        ("-m", "train.learn", "--env-kwargs", '{"max_queue": "x"}', "--logdir", logdir),
+        ("-m", "train.learn", "--env-id", "bacepipe_env/Nope-v9", "--logdir", logdir),
     )
     return {
         "algo": algo,
         "n_envs": n_envs,
         "config": config,
         "resume": resume,
+        "env_kwargs": env_kwargs,
+        "env_id": env_id,
         "logdir": tmp / "runs",
     }
 
@@ -204,3 +208,15 @@ def test_train_learn_missing_config_file_exits_2_in_one_line(
 def test_train_learn_resume_without_a_run_is_one_line(bad_settings: dict[str, Any]) -> None:
     line = one_line_error(bad_settings["resume"])
     assert "--resume" in line and "config.json" in line, line
+
+
+def test_train_learn_bad_env_settings_fail_before_any_worker_starts(
+    bad_settings: dict[str, Any],
+) -> None:
+    """A bad env keyword used to surface as a ConnectionResetError traceback from a
+    SubprocVecEnv worker; the env is now built once in the parent first."""
+    line = one_line_error(bad_settings["env_kwargs"])
+    assert "env_kwargs: max_queue: must be a whole number (got 'x')" in line, line
+    line = one_line_error(bad_settings["env_id"])
+    assert "env_id:" in line and "Nope" in line, line
+    assert not bad_settings["logdir"].exists()  # nothing was trained or written

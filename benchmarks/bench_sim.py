@@ -5,7 +5,9 @@ Prints, for BACE-Pipe on one core:
   rule (GPU memory checked), under the paper's literal semantics (memory ignored, greedy) and
   with GPU failures at 2e-4 per GPU-hour (SPEC 11: attempts, checkpoints and restarts);
 - a synthetic 32-region, 1,000-job scenario, all jobs at t = 0 and with Poisson arrivals:
-  wall time to load and profile it, and to simulate it.
+  wall time to load and profile it, and to simulate it;
+- issue 14's heavy load, 64 regions at 4 jobs/h with 1,000 and 10,000 jobs: CPU time and
+  the growth exponent in N.
 
 Run: ``make bench`` or ``python benchmarks/bench_sim.py [--seconds S]``.
 """
@@ -13,6 +15,7 @@ Run: ``make bench`` or ``python benchmarks/bench_sim.py [--seconds S]``.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import time
@@ -65,6 +68,22 @@ def _large(arrivals: float | None) -> None:
     )
 
 
+def _heavy() -> None:
+    """Issue 14's heavy load: 64 regions, Poisson 4 jobs/h (the queue grows into the
+    thousands), 1,000 and 10,000 jobs, process CPU time of the simulation, and the growth
+    exponent between the two."""
+    cpu = {}
+    for n in (1_000, 10_000):
+        scenario = synthetic_scenario(64, n, seed=0, arrival_rate_per_h=4.0)
+        _ = scenario.profiles
+        t0 = time.process_time()
+        bace_pipe().simulate(scenario)
+        cpu[n] = time.process_time() - t0
+        print(f"synthetic 64 regions x {n:,} jobs (Poisson 4/h): simulate {cpu[n]:.2f} s CPU")
+    growth = math.log(cpu[10_000] / cpu[1_000]) / math.log(10.0)
+    print(f"  growth from 1,000 to 10,000 jobs: N^{growth:.2f}")
+
+
 def main() -> None:
     """Run the benchmarks and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -79,6 +98,7 @@ def main() -> None:
     _paper(args.seconds, "greedy", gpu_failure_rate=2e-4)
     _large(None)
     _large(2.0)
+    _heavy()
 
 
 if __name__ == "__main__":

@@ -62,6 +62,9 @@ BANDWIDTH_RTOL = 1e-9
 #: A job interrupted this many times without finishing ends the run with a SimulationError:
 #: its failures outpace its checkpoints, and it would restart forever.
 MAX_ATTEMPTS = 10_000
+#: From this many pending jobs on, a decision's candidates are filtered with numpy (the same
+#: tuple, in the same order; below it the plain loop is faster).
+_VECTOR_QUEUE = 48
 _FINITE_FIELDS = (
     "avg_jct",
     "total_cost",
@@ -407,6 +410,8 @@ class Simulator:
         faults = scenario.faults
         self.faults: FaultModel | None = faults if faults is not None and faults.dynamic else None
         self._fault_seed = int(scenario.params.get("seed", 0)) if fault_seed is None else fault_seed
+        self._columns: tuple[np.ndarray, np.ndarray] | None = None  # see priority_columns
+        self._need: np.ndarray | None = None  # see _need_array
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -418,11 +423,13 @@ class Simulator:
         self._free_total = sum(self._free)
         self._free_view: tuple[int, ...] | None = None
         self._reserved = [[0.0] * k for _ in range(k)]
+        self._booked_links: set[tuple[int, int]] = set()  # links with a reservation > 0
         self._residual = [list(row) for row in self._capacity_rows]
         self._residual_view: tuple[tuple[float, ...], ...] | None = None
         self._alpha: float | None = 0.0
         self._link_jobs: dict[tuple[int, int], dict[int, float]] = {}
         self._pending: list[int] = []
+        self._pending_array: np.ndarray | None = None  # self._pending as an array, or stale
         self._tried: set[int] = set()
         self._running: dict[int, _Running] = {}
         self._records: dict[int, JobRecord] = {}
@@ -498,13 +505,42 @@ class Simulator:
     def network_utilization(self) -> float:
         """Eq. (11) alpha on the current reservations."""
         if self._alpha is None:
-            self._alpha = network_utilization_rows(self._reserved, self._capacity_total)
+            # Eq. (11) over the booked links only: fsum is correctly rounded, so leaving out
+            # the zeros gives the very same float as summing all K^2 entries, in O(booked)
+            total, reserved = self._capacity_total, self._reserved
+            booked = math.fsum(reserved[u][v] for u, v in self._booked_links)
+            self._alpha = booked / total if total > 0.0 else 0.0
         return self._alpha
 
     @property
     def pending(self) -> tuple[int, ...]:
         """Job ids waiting to start, in submission order."""
         return tuple(self._pending)
+
+    def priority_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(pending, e1, bkstar)``: the pending job ids as an array, in submission order,
+        and E(1) and b(K*) of every job indexed by job id (read-only; the last two built once
+        per simulator). What a vectorised Eq. (12) reads instead of a snapshot per decision."""
+        if self._columns is None:
+            size = max(self._profiles, default=0) + 1
+            e1, bk = np.zeros(size), np.zeros(size)
+            for j, p in self._profiles.items():
+                e1[j], bk[j] = p.single_gpu_exec, p.min_bandwidth_kstar
+            e1.setflags(write=False)
+            bk.setflags(write=False)
+            self._columns = (e1, bk)
+        if self._pending_array is None:
+            self._pending_array = np.array(self._pending, dtype=np.intp)
+        return self._pending_array, *self._columns
+
+    def _need_array(self) -> np.ndarray:
+        """Each job's smallest memory floor (its fewest GPUs anywhere), indexed by job id."""
+        if self._need is None:
+            need = np.zeros(max(self._min_floor, default=0) + 1, dtype=np.int64)
+            for j, n in self._min_floor.items():
+                need[j] = n
+            self._need = need
+        return self._need
 
     @property
     def running(self) -> tuple[int, ...]:
@@ -662,7 +698,14 @@ class Simulator:
             if free > 0 and len(self._tried) < len(self._pending):
                 tried, need = self._tried, self._min_floor
                 # A job whose memory floor exceeds every free GPU together cannot start now.
-                candidates = tuple(j for j in self._pending if j not in tried and need[j] <= free)
+                if len(self._pending) < _VECTOR_QUEUE:
+                    candidates = tuple(
+                        j for j in self._pending if j not in tried and need[j] <= free
+                    )
+                else:  # the same tuple, filtered in numpy first
+                    pending = self.priority_columns()[0]
+                    fit = pending[self._need_array()[pending] <= free].tolist()
+                    candidates = tuple(j for j in fit if j not in tried) if tried else tuple(fit)
                 if candidates:
                     return candidates
             if not self._heap:
@@ -799,6 +842,7 @@ class Simulator:
                 self._on_fault(job_id)
             else:
                 self._pending.append(job_id)
+                self._pending_array = None
             changed = True
         if changed:  # an instant where only stale events fell is no decision point
             self._tried.clear()
@@ -865,6 +909,7 @@ class Simulator:
             self._link_jobs.setdefault((u, v), {})[job_id] = reserved
             self._rebook(u, v)
         self._pending.remove(job_id)
+        self._pending_array = None
         finish = self._time + execution
         price_sum = math.fsum(g * self._prices[r] for r, g in zip(p.path, p.gpus))
         power = self._cluster.power_kw
@@ -986,6 +1031,10 @@ class Simulator:
         if booked > capacity:  # a degraded link: the holders' reservations shrink to fit
             booked = capacity
         self._reserved[u][v] = booked
+        if booked:
+            self._booked_links.add((u, v))
+        else:
+            self._booked_links.discard((u, v))
         self._residual[u][v] = capacity - booked
         self._residual_view = None
         self._alpha = None
@@ -1118,6 +1167,7 @@ class Simulator:
         while i and (jobs[pending[i - 1]].submit_time, pending[i - 1]) > key:
             i -= 1
         pending.insert(i, job_id)  # back in submission order
+        self._pending_array = None
 
     def _energy(self, run: _Running, t0: float, t1: float) -> tuple[float, float]:
         """Electricity ($) and emissions (kg) of the attempt's GPUs over ``[t0, t1]``."""

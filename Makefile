@@ -65,7 +65,8 @@ test-rllib: $(RLLIB_STAMP)
 	@# the point of this venv: gymnasium 1.2 (what ray $(RAY_VERSION) pins), not the main one's
 	$(RLLIB_PY) -c 'import gymnasium as g, ray; print("gymnasium", g.__version__, "ray", ray.__version__); \
 		assert g.__version__.startswith("1.2."), "RAY_VERSION no longer pins gymnasium 1.2"'
-	$(RLLIB_PY) -m pytest -q tests/envs tests/core tests/train/test_rllib.py
+	$(RLLIB_PY) -m pytest -q tests/envs tests/core tests/train/test_rllib.py \
+		tests/experiments/test_ray_backend.py
 
 # The learned orderers' evidence (about an hour and a half on 2 cores): train 3 seeds per env,
 # play them and every heuristic on 200 held-out episodes per env, write

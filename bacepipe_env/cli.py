@@ -33,7 +33,7 @@ from .experiments.faults import run_faults
 from .experiments.online import DEFAULT_LOADS, DEFAULT_N_JOBS, run_online
 from .experiments.progress import Progress
 from .experiments.reproduce import CLAIMS, run_reproduce, verdict
-from .experiments.runner import default_workers
+from .experiments.runner import RAY_HINT, RayBackend, default_workers
 from .learned import (
     INSTALL_HINT,
     PRETRAINED,
@@ -259,6 +259,20 @@ def _parser() -> argparse.ArgumentParser:
             default=None,
             metavar="N",
             help="worker processes (default: up to 2 cores)",
+        )
+        p.add_argument(
+            "--backend",
+            choices=("local", "ray"),
+            default="local",
+            help="run the grid in local worker processes (default) or as Ray tasks; the "
+            f"outputs are the same bit for bit (ray: {RAY_HINT}; docs/scale.md)",
+        )
+        p.add_argument(
+            "--address",
+            default=None,
+            metavar="ADDR",
+            help="with --backend ray: the Ray cluster to join ('auto', 'ray://HOST:10001'; "
+            "default: start a local Ray instance with --workers CPUs)",
         )
 
     sub.add_parser("scenarios", help="list the built-in scenarios")
@@ -766,6 +780,15 @@ def _with_pretrained(policies: list[str], scenario: str) -> list[str]:
     return resolve_pretrained(policies, env_id)
 
 
+def _workers(args: argparse.Namespace) -> int | RayBackend:
+    """``--workers`` processes, or the Ray backend of ``--backend ray [--address]``."""
+    if args.backend == "ray":
+        return RayBackend(args.address, args.workers or default_workers())
+    if args.address is not None:
+        raise ValidationError("--address", args.address, "needs --backend ray")
+    return int(args.workers or default_workers())
+
+
 def _check_out(out: str) -> None:
     """``--out`` names a folder: an empty one would write into the current directory."""
     if not out.strip():
@@ -777,7 +800,7 @@ def _experiment(args: argparse.Namespace) -> int:
     knobs = _world(args)
     seeds = parse_seeds(args.seeds)
     policies = _with_pretrained(_policies(args.policies), args.scenario)
-    workers = args.workers or default_workers()
+    workers = _workers(args)
     out = Path(args.out)
     outcomes = []
     if args.command in ("compare", "ablation"):
@@ -834,7 +857,7 @@ def _experiment(args: argparse.Namespace) -> int:
 def _reproduce(args: argparse.Namespace) -> int:
     _check_out(args.out)
     seeds = parse_seeds(args.seeds)
-    outcome = run_reproduce(Path(args.out), seeds, workers=args.workers or default_workers())
+    outcome = run_reproduce(Path(args.out), seeds, workers=_workers(args))
     for warning in outcome.warnings:
         print(f"note: {warning}", file=sys.stderr)
     n = len(CLAIMS)
@@ -869,7 +892,7 @@ def _online(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     loads = parse_loads(args.loads)
     policies = None if args.policies is None else _policies(args.policies)
-    workers = args.workers or default_workers()
+    workers = _workers(args)
     out = Path(args.out)
     if policies is None:  # the experiment's own default set
         path = run_online(out, seeds=seeds, loads=loads, n_jobs=args.jobs, workers=workers)
@@ -907,7 +930,7 @@ def _faults_experiment(args: argparse.Namespace) -> int:
         rates=rates,
         policies=policies,
         scenario=args.scenario,
-        workers=args.workers or default_workers(),
+        workers=_workers(args),
     )
     print(f"wrote {path}")
     return 0

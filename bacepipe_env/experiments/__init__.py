@@ -4,7 +4,7 @@
 
 from .experiments import SWEEPS, ExperimentOutcome, reference_policy, run_compare, run_sweep
 from .reproduce import CLAIMS, SEMANTICS, ReproduceOutcome, run_reproduce
-from .runner import RunSpec, RunSummary, run_all
+from .runner import RayBackend, RunSpec, RunSummary, run_all
 from .stats import Estimate, estimate
 from .summary import PolicyStats, format_table, summarise
 from .tensorboard import ScalarWriter
@@ -16,6 +16,7 @@ __all__ = [
     "Estimate",
     "ExperimentOutcome",
     "PolicyStats",
+    "RayBackend",
     "ReproduceOutcome",
     "RunSpec",
     "RunSummary",

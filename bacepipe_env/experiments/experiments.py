@@ -23,7 +23,7 @@ from ..learned import is_learned, load_learned
 from ..policies.registry import policy_info
 from ..scenarios.loader import load_scenario
 from .plots import bar_chart, sweep_chart
-from .runner import RunSummary, expand, run_all
+from .runner import RayBackend, RunSummary, expand, run_all
 from .summary import (
     PolicyStats,
     egress_charged,
@@ -118,7 +118,7 @@ def run_compare(
     name: str = "compare",
     title: str | None = None,
     knobs: dict[str, Any] | None = None,
-    workers: int = 1,
+    workers: int | RayBackend = 1,
     progress: bool | None = None,
     tensorboard: bool = True,
 ) -> ExperimentOutcome:
@@ -340,7 +340,7 @@ def run_sweep(
     *,
     values: Sequence[float] | None = None,
     knobs: dict[str, Any] | None = None,
-    workers: int = 1,
+    workers: int | RayBackend = 1,
     progress: bool | None = None,
     tensorboard: bool = True,
 ) -> ExperimentOutcome:

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.faults import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_RESTART_S
-from ..core.validate import require_float, require_int
+from ..core.validate import require_float
 from ..errors import BacepipeError, ValidationError
 from ..scenarios.loader import load_scenario
 from .experiments import check_policies, check_seeds
 from .plots import _pyplot
 from .reproduce import _table, _wrap, seeds_text
-from .runner import RunGrid, RunSummary, expand, run_all
+from .runner import RayBackend, RunGrid, RunSummary, check_workers, expand, run_all
 from .stats import Estimate, estimate
 
 __all__ = [
@@ -87,7 +87,7 @@ def _check(
     rates: Sequence[float],
     policies: Sequence[str],
     scenario: str,
-    workers: int,
+    workers: int | RayBackend,
 ) -> list[float]:
     """Every argument checked before any run; a one-line ValidationError otherwise."""
     if not str(out):
@@ -100,7 +100,7 @@ def _check(
         raise ValidationError("rates", vals, "a rate is listed twice")
     if 0.0 not in vals:
         raise ValidationError("rates", vals, "must include 0 (the runs are normalised to it)")
-    require_int("workers", workers, minimum=1, exc=ValidationError)
+    check_workers(workers)
     check_policies(policies)
     return sorted(vals)
 
@@ -121,7 +121,7 @@ def run_faults(
     rates: Sequence[float] = DEFAULT_RATES,
     policies: Sequence[str] | None = None,
     scenario: str = DEFAULT_SCENARIO,
-    workers: int = 1,
+    workers: int | RayBackend = 1,
     progress: bool | None = None,
 ) -> Path:
     """Run every policy on ``scenario`` at every GPU failure rate (per GPU-hour) for every seed,

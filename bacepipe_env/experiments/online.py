@@ -25,7 +25,7 @@ from ..scenarios.loader import compile_scenario, load_scenario_spec
 from .experiments import check_policies, check_seeds, reference_policy
 from .plots import _pyplot
 from .reproduce import _table, _wrap, seeds_text
-from .runner import RunGrid, RunSummary, expand, run_all
+from .runner import RayBackend, RunGrid, RunSummary, check_workers, expand, run_all
 from .stats import Estimate, estimate
 
 __all__ = [
@@ -113,7 +113,7 @@ def _check(
     loads: Sequence[float],
     n_jobs: int,
     policies: Sequence[str],
-    workers: int,
+    workers: int | RayBackend,
 ) -> list[float]:
     """Every argument checked before any run; a one-line ValidationError otherwise."""
     if not str(out):
@@ -125,7 +125,7 @@ def _check(
     if len(set(vals)) != len(vals):
         raise ValidationError("loads", vals, "a load is listed twice")
     require_int("n_jobs", n_jobs, minimum=1, exc=ValidationError)
-    require_int("workers", workers, minimum=1, exc=ValidationError)
+    check_workers(workers)
     check_policies(policies)
     return vals
 
@@ -140,7 +140,7 @@ def run_online(
     loads: Sequence[float],
     n_jobs: int = DEFAULT_N_JOBS,
     policies: Sequence[str] | None = None,
-    workers: int = 1,
+    workers: int | RayBackend = 1,
     progress: bool | None = None,
 ) -> Path:
     """Run every policy on the ``online`` scenario at every offered load for every seed (the
@@ -177,7 +177,7 @@ def _run(
     loads: list[float],
     n_jobs: int,
     policies: list[str],
-    workers: int,
+    workers: int | RayBackend,
     progress: bool | None,
 ) -> OnlineRuns:
     specs = [

@@ -28,7 +28,7 @@ from ..policies.registry import make_policy
 from ..scenarios.loader import load_scenario
 from .experiments import SWEEPS, check_seeds
 from .plots import bar_chart, grouped_bar_chart, sweep_chart
-from .runner import RunSpec, RunSummary, expand, run_all
+from .runner import RayBackend, RunSpec, RunSummary, expand, run_all
 from .stats import Estimate, estimate
 from .summary import PolicyStats, summarise
 
@@ -185,7 +185,7 @@ def specs_for(sem: Semantics, scenario: str, seeds: Sequence[int]) -> list[RunSp
 
 
 def run_rows(
-    seeds: Sequence[int], *, workers: int = 1, progress: bool | None = None
+    seeds: Sequence[int], *, workers: int | RayBackend = 1, progress: bool | None = None
 ) -> list[RowRuns]:
     """Run every row (semantics x scenario) in one :func:`run_all` call."""
     cells = [(sem, sc) for sem in SEMANTICS for sc in SCENARIOS]
@@ -1678,7 +1678,7 @@ def run_reproduce(
     out: Path,
     seeds: Sequence[int],
     *,
-    workers: int = 1,
+    workers: int | RayBackend = 1,
     progress: bool | None = None,
 ) -> ReproduceOutcome:
     """Run every claim's experiments under the four semantics on both scenarios and write

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.units import hours
+from ..core.validate import require_int
+from ..errors import BacepipeError, ValidationError
 from ..learned import is_learned, layout_kwargs, load_learned
 from ..policies.registry import make_policy
 from ..scenarios.loader import load_scenario
@@ -17,9 +20,11 @@ from .progress import Progress
 from .stats import Estimate, estimate
 
 __all__ = [
+    "RayBackend",
     "RunGrid",
     "RunSpec",
     "RunSummary",
+    "check_workers",
     "default_workers",
     "expand",
     "is_learned",  # re-exported from bacepipe_env.learned
@@ -27,6 +32,27 @@ __all__ = [
     "run_all",
     "run_one",
 ]
+
+#: What ``pip`` installs to run the grid on Ray.
+RAY_HINT = "pip install 'bacepipe-env[ray]'"
+
+
+@dataclass(frozen=True)
+class RayBackend:
+    """Run an experiment's (policy, seed, knob) grid as Ray tasks instead of local worker
+    processes: on the cluster at ``address`` (``"auto"``, ``"ray://host:10001"``, ...), or on a
+    local Ray instance of ``num_cpus`` CPUs when ``address`` is None. Pass it where the
+    experiments take ``workers``; the outputs are the local backend's, bit for bit (every run
+    is the same deterministic :func:`run_one`, gathered back in grid order)."""
+
+    address: str | None = None
+    num_cpus: int | None = None
+
+
+def check_workers(workers: Any) -> None:
+    """A ValidationError unless ``workers`` is a count >= 1 or a :class:`RayBackend`."""
+    if not isinstance(workers, RayBackend):
+        require_int("workers", workers, minimum=1, exc=ValidationError)
 
 
 @dataclass(frozen=True)
@@ -167,18 +193,25 @@ def default_workers() -> int:
 
 
 def run_all(
-    specs: Sequence[RunSpec], *, workers: int = 1, label: str = "", progress: bool | None = None
+    specs: Sequence[RunSpec],
+    *,
+    workers: int | RayBackend = 1,
+    label: str = "",
+    progress: bool | None = None,
 ) -> list[RunSummary]:
     """Run every spec; results come back in the order of ``specs`` whatever ``workers`` is.
 
     With ``workers > 1`` runs are spread over that many processes in chunks (not when a learned
-    policy is among them: those run here). ``progress``
-    forces the progress bar on or off (default: on when stderr is a terminal).
+    policy is among them: those run here); with a :class:`RayBackend`, over Ray tasks.
+    ``progress`` forces the progress bar on or off (default: on when stderr is a terminal).
     """
     bar = Progress(len(specs), "runs", label, force=progress is True)
     if progress is False:
         bar.enabled = False
     results: list[RunSummary] = []
+    if isinstance(workers, RayBackend):
+        with bar:
+            return _run_ray(specs, workers, bar)
     with bar:
         # A learned policy means torch: its thread pools do not survive a fork, so those
         # runs stay in this process (inference is cheap next to the simulation).
@@ -193,6 +226,64 @@ def run_all(
                 results.append(summary)
                 bar.update()
     return results
+
+
+def _run_chunk(specs: Sequence[RunSpec]) -> list[RunSummary]:
+    """One Ray task: a few runs, so that a task's overhead is paid once per chunk."""
+    return [run_one(spec) for spec in specs]
+
+
+def _probe(address: str | None, timeout_s: float = 5.0) -> None:
+    """A one-line error if ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) does not accept a
+    connection within ``timeout_s``; Ray itself would retry for minutes."""
+    if address is None or address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValidationError("--address", address, "must be 'auto', HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as err:
+        raise BacepipeError(f"cannot reach Ray at {address}: {err.strerror or err}") from None
+
+
+def _run_ray(specs: Sequence[RunSpec], backend: RayBackend, bar: Progress) -> list[RunSummary]:
+    """The grid as Ray tasks of a few runs each, gathered back in the order of ``specs``."""
+    try:
+        import ray
+    except ModuleNotFoundError:
+        raise BacepipeError(f"the ray backend needs Ray: {RAY_HINT}") from None
+    started = not ray.is_initialized()
+    if started:
+        where = "a local Ray instance" if backend.address is None else backend.address
+        _probe(backend.address)
+        try:
+            ray.init(
+                address=backend.address,
+                num_cpus=backend.num_cpus if backend.address is None else None,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level="ERROR",
+                configure_logging=False,
+            )
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise BacepipeError(f"cannot start or reach {where}: {first}") from None
+    try:
+        cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        size = max(1, len(specs) // (cpus * 8))  # about 8 tasks per CPU, as the local pool
+        chunks = [list(specs[i : i + size]) for i in range(0, len(specs), size)]
+        task = ray.remote(num_cpus=1)(_run_chunk)
+        refs = [task.remote(chunk) for chunk in chunks]
+        sizes = {ref: len(chunk) for ref, chunk in zip(refs, chunks)}
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            bar.update(sizes[ready[0]])
+        return [summary for ref in refs for summary in ray.get(ref)]
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def expand(

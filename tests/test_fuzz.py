@@ -49,10 +49,13 @@ def _fuzzer() -> Any:
     return module
 
 
+FUZZ = _fuzzer()
+
+
 @pytest.fixture(scope="module")
 def fuzz_results() -> dict[str, list[tuple[str, str, str]]]:
     """The fuzzer's outcomes on this run's budget, computed once for the three families."""
-    return _fuzzer().run_cases(FUZZ_CASES, FUZZ_SEED, CASE_TIMEOUT_S)  # type: ignore[no-any-return]
+    return FUZZ.run_cases(FUZZ_CASES, FUZZ_SEED, CASE_TIMEOUT_S)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("family", ["scenario files", "CLI flags", "env arguments"])
@@ -78,7 +81,7 @@ def test_the_fuzzer_reaches_both_outcomes(
 def test_the_classifier_flags_what_it_must(tmp_path: Path) -> None:
     """The fuzzer's judge on known outcomes: a traceback, an over-long error, a hang and a
     NaN printed are each caught (a judge that called everything clean would pass the above)."""
-    fuzz = _fuzzer()
+    fuzz = FUZZ
     fuzz.SCRATCH = tmp_path
 
     def code(body: str) -> str:
@@ -105,15 +108,6 @@ HOSTILE = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([0, -1, 1e-300, 1e308, 100_001, 2.5]),
 )
-
-
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    here = [prefix] if prefix else []
-    if isinstance(node, dict):
-        return here + [p for k, v in node.items() for p in _paths(v, (*prefix, k))]
-    if isinstance(node, list):
-        return here + [p for i, v in enumerate(node) for p in _paths(v, (*prefix, i))]
-    return here
 
 
 @contextmanager
@@ -152,7 +146,7 @@ def _finite(value: Any) -> bool:
 def test_a_mutated_scenario_loads_and_runs_or_fails_in_one_line(data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(BASES)), label="base")
     spec = copy.deepcopy(BASES[name])
-    path = data.draw(st.sampled_from(_paths(spec)), label="path")
+    path = data.draw(st.sampled_from(FUZZ._paths(spec)), label="path")
     value = data.draw(HOSTILE, label="value")
     node = spec
     for key in path[:-1]:

@@ -77,31 +77,14 @@ _WEIGHTS = dict(ONLINE["workload"], datasets={ONLINE["datasets"][0]["name"]: 1.0
 #: Each LIMITS key: how to put a value there, and the field its error must name.
 SETTERS: dict[str, Setter] = {
     **{
-        f"constants.{c}": _at(PAPER, ("constants", c), f"constants.{c}")
-        for c in (
-            "seq_len",
-            "micro_batch",
-            "peak_tflops",
-            "mfu",
-            "stage_overhead_s",
-            "power_kw",
-            "bytes_per_value",
-            "bytes_per_param",
-            "layer_activation_factor",
-            "epochs",
-            "gpu_memory_gb",
-        )
+        key: _at(PAPER, ("constants", key.split(".")[1]), key)
+        for key in LIMITS
+        if key.startswith("constants.")
     },
     **{
-        f"regions.{r}": _at(PAPER, ("regions", 2, r), f"regions[2].{r}")
-        for r in (
-            "gpus",
-            "price_usd_per_kwh",
-            "bandwidth_gbps",
-            "intra_gbps",
-            "gpu_memory_gb",
-            "carbon_g_per_kwh",
-        )
+        key: _at(PAPER, ("regions", 2, key.split(".")[1]), f"regions[2].{key.split('.')[1]}")
+        for key in LIMITS
+        if key.startswith("regions.")
     },
     "links.gbps": _at(PAPER, ("links", "pairs", 0, "gbps"), "links.pairs[0].gbps", **_PAIR),
     "links.mbps": _at(

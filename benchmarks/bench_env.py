@@ -11,6 +11,10 @@ played to its end with random legal actions (sampled from the mask), CPU time
 and, measured in the same run, the CPU time of 1,000 random steps of ``CartPole-v1`` (resetting
 when a pole falls), the median over as many repeats. The target is 0.5 s per 1,000-job episode.
 
+Last, every id's environment steps per second of process CPU time as a fraction of CartPole-v1's,
+measured in the same run: one env as ``gym.make`` gives it, ``gym.make_vec`` of 8 sync envs,
+and SB3's ``DummyVecEnv`` of 8 (issue 14's target: at least 0.15 everywhere).
+
 Run: ``python benchmarks/bench_env.py [--seconds S] [--repeats R] [--episodes E]
 [--profile]`` (``--profile`` prints cProfile's top functions of one 1,000-job episode).
 """
@@ -82,9 +86,91 @@ def cartpole_steps(seed: int, n: int = CARTPOLE_STEPS) -> float:
     return time.process_time() - start
 
 
+IDS = (
+    "bacepipe_env/GeoPipe-v2",
+    "bacepipe_env/GeoPipe-Random-v2",
+    "bacepipe_env/GeoPipe-Fig1-v2",
+    ONLINE_ID,
+)
+N_VEC = 8
+TARGET_RATIO = 0.15  # issue 14: every id at least 0.15 x CartPole-v1's steps/s, CPU time
+
+
+def _legal(rng: np.random.Generator, mask: np.ndarray) -> int:
+    """A random legal action; 0 when none is (an ended episode, which the vector env's
+    next-step autoreset resets whatever the action)."""
+    legal = np.flatnonzero(mask)
+    return int(legal[int(rng.integers(len(legal)))]) if len(legal) else 0
+
+
+def cpu_rate(env_id: str, how: str, seconds: float, seed: int = 0) -> float:
+    """Environment steps per second of process CPU time over ``seconds`` of it, random
+    (masked) actions: one env (``single``, wrappers included, as ``gym.make`` gives it),
+    ``gym.make_vec`` of 8 sync envs (``make_vec``) or SB3's ``DummyVecEnv`` of 8 (``dummy``,
+    the masks asked through ``env_method("action_masks")`` as MaskablePPO asks them)."""
+    rng = np.random.default_rng(seed)
+    masked = env_id != "CartPole-v1"
+    steps = 0
+    if how == "single":
+        env = gym.make(env_id)
+        _, info = env.reset(seed=seed)
+        start = time.process_time()
+        while time.process_time() - start < seconds:
+            a = _legal(rng, info["action_mask"]) if masked else int(rng.integers(2))
+            _, _, terminated, truncated, info = env.step(a)
+            steps += 1
+            if terminated or truncated:
+                _, info = env.reset()
+    elif how == "make_vec":
+        venv = gym.make_vec(env_id, num_envs=N_VEC, vectorization_mode="sync")
+        _, info = venv.reset(seed=seed)
+        start = time.process_time()
+        while time.process_time() - start < seconds:
+            if masked:
+                acts = np.array([_legal(rng, m) for m in info["action_mask"]])
+            else:
+                acts = rng.integers(2, size=N_VEC)
+            _, _, _, _, info = venv.step(acts)  # next-step autoreset
+            steps += N_VEC
+    else:
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        dummy = DummyVecEnv([lambda: gym.make(env_id)] * N_VEC)
+        dummy.seed(seed)
+        dummy.reset()
+        start = time.process_time()
+        while time.process_time() - start < seconds:
+            if masked:
+                masks = dummy.env_method("action_masks")
+                acts = np.array([_legal(rng, m) for m in masks])
+            else:
+                acts = rng.integers(2, size=N_VEC)
+            dummy.step(acts)  # resets finished envs itself
+            steps += N_VEC
+    return steps / (time.process_time() - start)
+
+
+def versus_cartpole(seconds: float) -> None:
+    """Every id's steps/s as a fraction of CartPole-v1's, one env and 8 vectorised two
+    ways, all measured in this run on process CPU time."""
+    print(f"\nsteps per CPU second beside CartPole-v1, this run ({seconds:g} s each):")
+    hows = ("single", "make_vec", "dummy")
+    pole = {how: cpu_rate("CartPole-v1", how, seconds) for how in hows}
+    print(f"{'CartPole-v1':34s} " + "  ".join(f"{how} {pole[how]:9,.0f}" for how in hows))
+    for env_id in IDS:
+        cells = []
+        for how in hows:
+            rate = cpu_rate(env_id, how, seconds)
+            ratio = rate / pole[how]
+            mark = "" if ratio >= TARGET_RATIO else " (< 0.15)"
+            cells.append(f"{how} {rate:7,.0f} = {ratio:.3f}x{mark}")
+        print(f"{env_id:34s} " + "  ".join(cells))
+
+
 def main() -> None:
     """Print steps/s for every registered id, with and without placement previews, then the
-    1,000-job Online episode's CPU time beside CartPole-v1's."""
+    1,000-job Online episode's CPU time beside CartPole-v1's, then every id's steps/s beside
+    CartPole-v1's, one env and 8 vectorised."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="time per repeat")
     parser.add_argument("--repeats", type=int, default=3)
@@ -97,12 +183,7 @@ def main() -> None:
         f"Python {platform.python_version()} on {platform.machine()}, one core, "
         f"random masked actions, {args.repeats} x {args.seconds:g} s"
     )
-    for env_id in (
-        "bacepipe_env/GeoPipe-v2",
-        "bacepipe_env/GeoPipe-Random-v2",
-        "bacepipe_env/GeoPipe-Fig1-v2",
-        ONLINE_ID,
-    ):
+    for env_id in IDS:
         for preview in (True, False):
             rates = [
                 _measure(env_id, args.seconds, seed, preview=preview)
@@ -132,6 +213,7 @@ def main() -> None:
         f"  median {pole_median:.4f} s  -> the Online episode costs "
         f"{median / pole_median:.0f} x as much CPU"
     )
+    versus_cartpole(args.seconds)
     if args.profile:
         profiler = cProfile.Profile()
         profiler.enable()

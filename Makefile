@@ -81,6 +81,7 @@ learned: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_sim.py
 	$(PY) benchmarks/bench_env.py
+	$(PY) benchmarks/bench_train.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check bacepipe_env agents train tests benchmarks

@@ -60,6 +60,7 @@ class PlacementPreviewer:
         self._after = OrderedDict()
         self._shapes: dict[int, tuple[object, ...]] = {}  # job id -> its shape, this scenario
         self._scenario: object = None
+        self._cluster: object = None  # the cluster the memos' answers are for
 
     def __len__(self) -> int:
         return len(self._memo)
@@ -91,6 +92,7 @@ class PlacementPreviewer:
         """:meth:`Simulator.placement_on` for one decision's ``release``, memoised by job
         shape (what the ``wait_preview`` array asks once per visible job) and, for a pure
         policy, by the release state across decisions and episodes, like the previews."""
+        self._new_cluster(sim)
         if not self.pure:
             self._after.clear()
         memo = self._after
@@ -112,8 +114,17 @@ class PlacementPreviewer:
 
         return placement_on
 
+    def _new_cluster(self, sim: Simulator) -> None:
+        """Forget every answer when the cluster changes (a random env draws one per episode):
+        no state of the old cluster comes back, and a small memo is a fast one."""
+        if sim.cluster is not self._cluster:
+            self._cluster = sim.cluster
+            self._memo.clear()
+            self._after.clear()
+
     def __call__(self, sim: Simulator, window: Sequence[int]) -> list[Preview | None]:
         """Per job of ``window``: its preview, or ``None`` if its placement could not start."""
+        self._new_cluster(sim)
         if not self.pure:
             self._memo.clear()  # only this decision's state may be reused
         memo = self._memo

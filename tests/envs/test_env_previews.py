@@ -146,3 +146,24 @@ def test_an_impure_policy_is_asked_again_at_every_decision():
     assert 1 <= first <= len(window)  # jobs of one shape share an answer within a decision
     previewer(sim, window)
     assert policy.calls == 2 * first
+
+
+def test_a_new_cluster_clears_the_memo_and_the_same_one_keeps_it():
+    """A random env draws a cluster per episode: the old cluster's answers are dropped (they
+    could never hit again). The seeds an env draws from one scenario file share its cluster
+    object, so theirs stay."""
+    policy = _Counting()
+    previewer = PlacementPreviewer(policy)
+    paper0 = load_scenario("paper", seed=0)
+    sim = Simulator(paper0, policy)
+    previewer(sim, sim.next_decision())
+    kept = len(previewer)
+    assert kept >= 1
+    sim = Simulator(paper0, policy)  # the same cluster object: the memo survives, and hits
+    before = policy.calls
+    previewer(sim, sim.next_decision())
+    assert policy.calls == before and len(previewer) == kept
+    other = synthetic_scenario(4, 6, seed=3)
+    sim = Simulator(other, policy)
+    previewer(sim, sim.next_decision())
+    assert 1 <= len(previewer) <= len(other.jobs)  # only the new cluster's answers

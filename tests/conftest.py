@@ -98,3 +98,29 @@ def placement_cases() -> st.SearchStrategy[
 ]:
     """Random ``(profile, cluster, path, gpus)`` placements."""
     return _placement_cases()
+
+
+def _tensorboard_plugin(logdir: object, plugin: str, route: str) -> object:
+    """A werkzeug client of a TensorBoard plugin's route (``hparams`` or ``custom_scalars``),
+    served from ``logdir`` the way ``tensorboard --logdir`` reads it (no server, no mocks)."""
+    from tensorboard.backend.event_processing.data_provider import MultiplexerDataProvider
+    from tensorboard.backend.event_processing.plugin_event_multiplexer import EventMultiplexer
+    from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.custom_scalar.custom_scalars_plugin import CustomScalarsPlugin
+    from tensorboard.plugins.hparams.hparams_plugin import HParamsPlugin
+    from werkzeug.test import Client
+    from werkzeug.wrappers import Response
+
+    mux = EventMultiplexer().AddRunsFromDirectory(str(logdir))
+    mux.Reload()
+    provider = MultiplexerDataProvider(mux, str(logdir))
+    ctx = base_plugin.TBContext(logdir=str(logdir), data_provider=provider, multiplexer=mux)
+    cls = {"hparams": HParamsPlugin, "custom_scalars": CustomScalarsPlugin}[plugin]
+    return Client(cls(ctx).get_plugin_apps()[route], Response)
+
+
+@pytest.fixture(scope="session")
+def tensorboard_plugin():  # type: ignore[no-untyped-def]
+    """:func:`_tensorboard_plugin`, shared by the experiments' and the training's TensorBoard
+    tests: ``tensorboard_plugin(logdir, "hparams", "/session_groups")``."""
+    return _tensorboard_plugin

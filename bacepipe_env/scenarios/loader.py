@@ -765,8 +765,8 @@ def _regions(
         if any(r.name == name for r in regions):
             raise ScenarioError(f"{f}.name", name, "duplicate region name")
 
-        def num(key: str, value: Any) -> Any:
-            return check_limit(f"regions.{key}", value, field=f"{f}.{key}")  # noqa: B023
+        def num(key: str, value: Any, f: str = f) -> Any:  # the row's field, in its range
+            return check_limit(f"regions.{key}", value, field=f"{f}.{key}")
 
         gpus = num("gpus", _get(f, row, "gpus"))
         scaled = scale_gpus(gpus, gpu_scale)

@@ -33,26 +33,7 @@ def load(logdir: Path) -> EventAccumulator:
     return acc
 
 
-def plugin_app(logdir: Path, plugin: str, route: str) -> Any:
-    """A werkzeug client of a TensorBoard plugin's route, served from ``logdir`` the way
-    ``tensorboard --logdir`` reads it (no server, no mocks)."""
-    from tensorboard.backend.event_processing.data_provider import MultiplexerDataProvider
-    from tensorboard.backend.event_processing.plugin_event_multiplexer import EventMultiplexer
-    from tensorboard.plugins import base_plugin
-    from tensorboard.plugins.custom_scalar.custom_scalars_plugin import CustomScalarsPlugin
-    from tensorboard.plugins.hparams.hparams_plugin import HParamsPlugin
-    from werkzeug.test import Client
-    from werkzeug.wrappers import Response
-
-    mux = EventMultiplexer().AddRunsFromDirectory(str(logdir))
-    mux.Reload()
-    provider = MultiplexerDataProvider(mux, str(logdir))
-    ctx = base_plugin.TBContext(logdir=str(logdir), data_provider=provider, multiplexer=mux)
-    cls = {"hparams": HParamsPlugin, "custom_scalars": CustomScalarsPlugin}[plugin]
-    return Client(cls(ctx).get_plugin_apps()[route], Response)
-
-
-def hparams_sessions(logdir: Path) -> dict[str, dict[str, Any]]:
+def hparams_sessions(logdir: Path, plugin_app: Any) -> dict[str, dict[str, Any]]:
     """Session name -> its ``hparams`` and ``metrics`` (tag -> value), as TensorBoard's
     HParams table lists them."""
     request = {
@@ -189,7 +170,7 @@ def test_file_starts_with_a_valid_record(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("egress", [None, 0.05])
 def test_compare_scalars_carry_carbon_and_egress_when_charged(
-    egress: float | None, tmp_path: Path
+    egress: float | None, tmp_path: Path, tensorboard_plugin: Any
 ) -> None:
     """`run_compare`'s sessions, read back: carbon (absolute and over BACE-Pipe's) always, the
     egress charge only when egress is on, each the summary CSV's mean over the seeds; every
@@ -225,7 +206,7 @@ def test_compare_scalars_carry_carbon_and_egress_when_charged(
                 got = float(cells[-1].replace(",", ""))
                 assert got == pytest.approx(float(runs[p, seed]["egress_usd"]), abs=0.006)
     # the world's settings are hparams of every session
-    for session in hparams_sessions(tmp_path / "tb").values():
+    for session in hparams_sessions(tmp_path / "tb", tensorboard_plugin).values():
         assert session["hparams"]["prices"] == "hourly"
         assert session["hparams"]["start_hour"] == 2000.0
         assert session["hparams"].get("egress_usd_per_gb") == egress
@@ -233,7 +214,7 @@ def test_compare_scalars_carry_carbon_and_egress_when_charged(
         assert any(float(r["egress_usd"]) > 0 for r in runs.values())
 
 
-def test_hparams_session_reads_back(tmp_path: Path) -> None:
+def test_hparams_session_reads_back(tmp_path: Path, tensorboard_plugin: Any) -> None:
     """One session with typed values (a string, a number, a boolean); None and NaN, which
     the plugin cannot show, are left out; the run's scalars are its metric columns."""
     from tensorboard.plugins.hparams import metadata as hp_metadata
@@ -262,12 +243,12 @@ def test_hparams_session_reads_back(tmp_path: Path) -> None:
     assert start.hparams["x"].number_value == 0.25
     end = hp_metadata.parse_session_end_info_plugin_data(content[hp_metadata.SESSION_END_INFO_TAG])
     assert end.status == 1  # STATUS_SUCCESS
-    (session,) = hparams_sessions(tmp_path).values()
+    (session,) = hparams_sessions(tmp_path, tensorboard_plugin).values()
     assert session["hparams"] == {"policy": "bace-pipe", "n": 3.0, "x": 0.25, "flag": True}
     assert session["metrics"] == {"m/avg_jct_h": 12.5}
 
 
-def test_custom_scalars_layout_reads_back(tmp_path: Path) -> None:
+def test_custom_scalars_layout_reads_back(tmp_path: Path, tensorboard_plugin: Any) -> None:
     """The layout as TensorBoard's custom-scalars plugin serves it; two runs' layouts merge by
     category title."""
     from tensorboard.plugins.custom_scalar import layout_pb2
@@ -283,7 +264,7 @@ def test_custom_scalars_layout_reads_back(tmp_path: Path) -> None:
     assert [c.title for c in layout.category] == ["JCT", "Cost"]
     assert list(layout.category[0].chart[0].multiline.tag) == list(jct.charts[0].tags)
     assert layout.category[1].closed and not layout.category[0].closed
-    served = plugin_app(tmp_path, "custom_scalars", "/layout").get("/").get_json()
+    served = tensorboard_plugin(tmp_path, "custom_scalars", "/layout").get("/").get_json()
     assert [c["title"] for c in served["category"]] == ["JCT", "Cost"]
     assert len(served["category"][0]["chart"]) == 1  # the same chart twice is merged
     assert served["category"][0]["chart"][0]["multiline"]["tag"] == list(jct.charts[0].tags)
@@ -331,10 +312,12 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_compare_puts_one_session_per_policy_in_the_hparams_table(compared: Path) -> None:
+def test_compare_puts_one_session_per_policy_in_the_hparams_table(
+    compared: Path, tensorboard_plugin: Any
+) -> None:
     """TensorBoard's HParams plugin lists one row per policy, named ``compare/<scenario>/<policy>``,
     with the experiment's settings as hparams and the summary's means as metrics."""
-    sessions = hparams_sessions(compared / "tb")
+    sessions = hparams_sessions(compared / "tb", tensorboard_plugin)
     summary = {r["policy"]: r for r in read_rows(compared / "compare-summary.csv")}
     assert sorted(sessions) == sorted(f"compare/fig1/{p}" for p in summary)
     for name, session in sessions.items():
@@ -356,14 +339,14 @@ def test_compare_puts_one_session_per_policy_in_the_hparams_table(compared: Path
         assert all(len(part) <= MAX_RUN_COMPONENT for part in name.split("/"))
 
 
-def test_sweep_sessions_have_the_knob_as_an_hparam(tmp_path: Path) -> None:
+def test_sweep_sessions_have_the_knob_as_an_hparam(tmp_path: Path, tensorboard_plugin: Any) -> None:
     """A sweep: one session per (policy, value), the value an hparam of the session (so the
     HParams views draw each metric against it), the means at that value as metrics; one seed
     gives no CI columns."""
     from bacepipe_env.experiments import run_sweep
 
     run_sweep("gpu", "paper", ["bace-pipe", "ldf"], [3], tmp_path, values=[0.5, 1.25])
-    sessions = hparams_sessions(tmp_path / "tb")
+    sessions = hparams_sessions(tmp_path / "tb", tensorboard_plugin)
     summary = {
         (float(r["gpu_scale"]), r["policy"]): r
         for r in read_rows(tmp_path / "sweep-gpu-summary.csv")

@@ -120,25 +120,6 @@ def _runs(logdir: Path) -> list[str]:
     )
 
 
-def _plugin(logdir: Path, plugin: str, route: str) -> Any:
-    """A werkzeug client of a TensorBoard plugin's route over ``logdir``, read the way
-    ``tensorboard --logdir`` reads it (no server)."""
-    from tensorboard.backend.event_processing.data_provider import MultiplexerDataProvider
-    from tensorboard.backend.event_processing.plugin_event_multiplexer import EventMultiplexer
-    from tensorboard.plugins import base_plugin
-    from tensorboard.plugins.custom_scalar.custom_scalars_plugin import CustomScalarsPlugin
-    from tensorboard.plugins.hparams.hparams_plugin import HParamsPlugin
-    from werkzeug.test import Client
-    from werkzeug.wrappers import Response
-
-    mux = EventMultiplexer().AddRunsFromDirectory(str(logdir))
-    mux.Reload()
-    provider = MultiplexerDataProvider(mux, str(logdir))
-    ctx = base_plugin.TBContext(logdir=str(logdir), data_provider=provider, multiplexer=mux)
-    cls = {"hparams": HParamsPlugin, "custom_scalars": CustomScalarsPlugin}[plugin]
-    return Client(cls(ctx).get_plugin_apps()[route], Response)
-
-
 def test_one_set_of_heuristic_runs_for_two_learned_runs_on_one_env(
     tiny: TinyRun, compared: dict[str, Any]
 ) -> None:
@@ -195,7 +176,7 @@ def test_heuristic_runs_carry_hparams(compared: dict[str, Any], policy: str) -> 
 
 
 def test_heuristics_and_learned_runs_side_by_side_in_the_hparams_table(
-    tiny: TinyRun, compared: dict[str, Any]
+    tiny: TinyRun, compared: dict[str, Any], tensorboard_plugin: Any
 ) -> None:
     """TensorBoard's HParams plugin lists each heuristic as a session (algo ``heuristic``)
     beside the learned run's, with the held-out means as its metric values."""
@@ -206,7 +187,7 @@ def test_heuristics_and_learned_runs_side_by_side_in_the_hparams_table(
         "startIndex": 0,
         "sliceSize": 100,
     }
-    client = _plugin(compared["logdir"], "hparams", "/session_groups")
+    client = tensorboard_plugin(compared["logdir"], "hparams", "/session_groups")
     resp = client.post("/", data=json.dumps(request), content_type="application/json")
     assert resp.status_code == 200, resp.get_data(as_text=True)
     groups = {g["name"]: g for g in resp.get_json()["sessionGroups"]}
@@ -223,12 +204,12 @@ def test_heuristics_and_learned_runs_side_by_side_in_the_hparams_table(
 
 
 def test_custom_scalars_layout_charts_learned_and_heuristic_lines(
-    compared: dict[str, Any],
+    compared: dict[str, Any], tensorboard_plugin: Any
 ) -> None:
     """The layout TensorBoard serves: JCT, cost and carbon charts (and the return) whose
     regexes each match a tag of the learned run and of every heuristic run."""
     logdir: Path = compared["logdir"]
-    layout = _plugin(logdir, "custom_scalars", "/layout").get("/").get_json()
+    layout = tensorboard_plugin(logdir, "custom_scalars", "/layout").get("/").get_json()
     charts = {c["title"]: c["multiline"]["tag"] for cat in layout["category"] for c in cat["chart"]}
     assert {"average JCT (h)", "electricity cost ($)", "carbon (kg CO2e)"} <= set(charts)
     for run_name in ["tiny", *(f"heuristics/geopipe/{p}" for p in POLICIES)]:

@@ -19,7 +19,6 @@ admission itself.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ValidationError
@@ -83,17 +82,14 @@ class FinishAwareAdmission:
 
 
 def finish_after_release(
-    sim: Simulator,
-    job_id: int,
-    release: Release,
-    placement_on: Callable[[int, Release], Placement | None] | None = None,
+    sim: Simulator, job_id: int, release: Release
 ) -> tuple[float, Placement] | None:
     """``(finish time, placement)`` of ``job_id`` if it waits for ``release`` (the state after
     the next GPU release, :meth:`Simulator.next_release`) and starts then on what the placement
     policy offers it there; None when nothing it offers there fits. What ``finish-aware``
-    compares with starting now, and what the environment's ``wait_preview`` shows.
-    ``placement_on`` stands in for :meth:`Simulator.placement_on` (a memo of it)."""
-    later = (placement_on or sim.placement_on)(job_id, release)
+    compares with starting now, and what the environment's ``wait_preview`` shows (through
+    :meth:`~bacepipe_env.envs.previews.PlacementPreviewer.waits`, a memo of it)."""
+    later = sim.placement_on(job_id, release)
     if later is None:
         return None
     return release.time + sim.execution_time(job_id, later), later

@@ -92,6 +92,11 @@ class ProfileCache:
 
     def __init__(self) -> None:
         self._profiles: dict[tuple[object, ...], JobProfile] = {}
+        # (model, batch, constants, GPU memory per region) -> memory floors per region, and
+        # (floors, capacities, K*) -> whether a job of those can ever start: pure functions
+        # of their keys, remembered so that a generator's every episode does not redo them
+        self._floors: dict[tuple[object, ...], tuple[int, ...]] = {}
+        self._startable: dict[tuple[object, ...], bool] = {}
 
     def get(self, job: Job, reference_intra_bandwidth: float) -> JobProfile:
         """The job's profile, computed on first sight of its shape."""
@@ -112,6 +117,29 @@ class ProfileCache:
         out = object.__new__(JobProfile)  # a frozen dataclass: copy it with the job swapped
         out.__dict__.update(prof.__dict__, job=job)
         return out
+
+    def memory_floors(self, profile: JobProfile, gpu_memory: tuple[float, ...]) -> tuple[int, ...]:
+        """:func:`~bacepipe_env.core.memory.memory_floors`, remembered by job shape and
+        cluster memory."""
+        job = profile.job
+        key = (job.model, job.batch, job.constants, gpu_memory)
+        floors = self._floors.get(key)
+        if floors is None:
+            from .memory import memory_floors  # memory imports this module
+
+            floors = self._floors[key] = memory_floors(profile, gpu_memory)
+        return floors
+
+    def startable(self, floors: tuple[int, ...], capacity: tuple[int, ...], k_star: int) -> bool:
+        """Whether some set of regions can hold the job in memory
+        (:func:`~bacepipe_env.core.memory.largest_feasible_gpus`'s ``best > 0``), remembered."""
+        key = (floors, capacity, k_star)
+        ok = self._startable.get(key)
+        if ok is None:
+            from .memory import largest_feasible_gpus
+
+            ok = self._startable[key] = largest_feasible_gpus(floors, capacity, k_star)[0] > 0
+        return ok
 
     def __len__(self) -> int:
         return len(self._profiles)

@@ -98,6 +98,10 @@ class Scenario:
             ones = (1,) * k
             return {j.job_id: ones for j in self.jobs}
         mem = self.cluster.gpu_memory
+        cache = self.profile_cache
+        if cache is not None:
+            mem = tuple(mem)
+            return {j.job_id: cache.memory_floors(self.profiles[j.job_id], mem) for j in self.jobs}
         by_shape: dict[tuple[object, ...], tuple[int, ...]] = {}  # jobs of one shape share floors
         out = {}
         for job in self.jobs:
@@ -113,10 +117,14 @@ class Scenario:
         """Reject a job that no set of regions can ever hold in GPU memory."""
         capacity = self.cluster.capacity
         memory = self.cluster.gpu_memory
+        cache = self.profile_cache
         for job in self.jobs:
             prof = self.profiles[job.job_id]
             floors = self.memory_floors[job.job_id]
-            if largest_feasible_gpus(floors, capacity, prof.k_star)[0]:
+            if cache is not None:
+                if cache.startable(floors, tuple(capacity), prof.k_star):
+                    continue
+            elif largest_feasible_gpus(floors, capacity, prof.k_star)[0]:
                 continue
             n_layers = job.model.n_layers
             usable = sorted(

@@ -570,11 +570,17 @@ class Simulator:
         return all(n >= floors[r] for r in placement.path)
 
     def execution_time(self, job_id: int, placement: Placement) -> float:
-        """Eq. (2): the job's execution time on ``placement`` (seconds)."""
+        """Eq. (2): the job's execution time on ``placement`` (seconds), ``I * t_iter``."""
+        return self._profiles[job_id].iterations * self.iteration_time(job_id, placement)
+
+    def iteration_time(self, job_id: int, placement: Placement) -> float:
+        """Eq. (1): one iteration of the job on ``placement`` (seconds), on the links'
+        capacities now (they differ from the nominal ones only under a link change)."""
         prof = self._profiles[job_id]
         rows = None if self.faults is None else self._capacity_now
         comm = placement_comm_times(prof, self._cluster, placement.path, placement.gpus, rows)
-        return prof.execution_time(comm, placement.n_gpus)
+        n = placement.n_gpus
+        return iteration_time(prof.t_comp(n), comm, n, prof.n_micro)
 
     def next_release(self) -> Release | None:
         """The state right after the earliest running job finishes (every job finishing at
@@ -669,6 +675,10 @@ class Simulator:
     def n_jobs(self) -> int:
         """Jobs in the scenario."""
         return len(self._jobs)
+
+    def running_placements(self) -> list[tuple[Placement, float]]:
+        """``(placement, finish time)`` of every running job, in start order."""
+        return [(r.placement, r.finish) for r in self._running.values()]
 
     def job_state(self, job_id: int) -> tuple[float, Placement | None, float | None]:
         """``(start, placement, finish)`` of a started job, ``(nan, None, None)`` otherwise."""

@@ -24,12 +24,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium import spaces
 
 from ..core.admission import finish_after_release
+from ..core.placement import Placement
 from ..core.scenario import Scenario
 from ..core.simulator import Simulator
 from ..core.snapshot import QueueSnapshot
@@ -359,17 +361,17 @@ def _running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np
     if key == enc.running_key:
         return enc.running_obs
     k, lh, h, now = enc.k, enc.scales.log_hours, SECONDS_PER_HOUR, sim.time
-    jobs = np.zeros(k)
-    held = np.zeros(k)
-    gpu_rem = np.zeros(k)  # sum of GPUs x remaining seconds, per region
-    first = np.full(k, np.inf)  # the earliest finish of a job holding GPUs here
-    first_gpus = np.zeros(k)  # the GPUs released here at that instant
+    # per region, in Python floats (as float64 arrays would hold them, in the same order)
+    jobs = [0.0] * k
+    held = [0.0] * k
+    gpu_rem = [0.0] * k  # sum of GPUs x remaining seconds
+    first = [math.inf] * k  # the earliest finish of a job holding GPUs here
+    first_gpus = [0.0] * k  # the GPUs released here at that instant
     t_next, next_gpus, hour_gpus, all_gpus, all_rem = math.inf, 0.0, 0.0, 0.0, 0.0
-    for j in sim.running:
-        _, pl, finish = sim.job_state(j)
-        if pl is None or finish is None:
-            continue
-        left = max(0.0, finish - now)
+    for pl, finish in sim.running_placements():
+        left = finish - now
+        if left <= 0.0:  # as max(0.0, left): never -0.0
+            left = 0.0
         n = pl.n_gpus
         all_gpus += n
         all_rem += n * left
@@ -387,13 +389,14 @@ def _running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np
                 first[r], first_gpus[r] = left, float(g)
             elif left == first[r]:
                 first_gpus[r] += g
+    jobs_a, held_a, first_a = np.array(jobs), np.array(held), np.array(first)
     per_region = np.zeros((enc.max_regions, len(RUNNING_COLUMNS)), dtype=np.float32)
-    busy = held > 0
-    per_region[:k, 0] = np.log10(1.0 + jobs) / 2.0
-    per_region[:k, 1] = held / enc.capacity
-    per_region[:k, 2] = np.where(busy, np.log10(1.0 + np.where(busy, first, 0.0) / h) / lh, 0.0)
-    per_region[:k, 3] = first_gpus / enc.capacity
-    mean_rem = np.divide(gpu_rem, held, out=np.zeros(k), where=busy)
+    busy = held_a > 0
+    per_region[:k, 0] = np.log10(1.0 + jobs_a) / 2.0
+    per_region[:k, 1] = held_a / enc.capacity
+    per_region[:k, 2] = np.where(busy, np.log10(1.0 + np.where(busy, first_a, 0.0) / h) / lh, 0.0)
+    per_region[:k, 3] = np.array(first_gpus) / enc.capacity
+    mean_rem = np.divide(np.array(gpu_rem), held_a, out=np.zeros(k), where=busy)
     per_region[:k, 4] = np.log10(1.0 + mean_rem / h) / lh
     total = enc.total_gpus
     overall = np.zeros(len(RELEASE_COLUMNS), dtype=np.float32)
@@ -414,18 +417,23 @@ def _wait_preview(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     release = sim.next_release() if sim.running else None
     if release is None:  # nothing runs: waiting frees nothing
         return out
-    lh, h, now, k_star = sc.log_hours, SECONDS_PER_HOUR, sim.time, enc.k_star
+    lh, h, now, k_star, log10 = sc.log_hours, SECONDS_PER_HOUR, sim.time, enc.k_star, math.log10
     # jobs of one shape get one placement on the release state: ask once per shape
-    lookup = None if d.previewer is None else d.previewer.placement_after(sim, release)
+    waits: Callable[[int], tuple[float, Placement] | None]
+    if d.previewer is None:
+        waits = partial(finish_after_release, sim, release=release)
+    else:
+        waits = d.previewer.waits(sim, release)
     for i, (job, pv) in enumerate(zip(q.job_ids, d.previews)):
-        waited = finish_after_release(sim, job, release, lookup)
+        waited = waits(job)
         if waited is None:
             continue
         finish, later = waited
+        left = finish - now
         share = 0.0
         if pv is not None:  # < 1/2: waiting finishes sooner than starting now
-            share = (finish - now) / ((finish - now) + pv.execution)
-        out[i] = (later.n_gpus / k_star[job], math.log10(1.0 + (finish - now) / h) / lh, share)
+            share = left / (left + pv.execution)
+        out[i] = (later.n_gpus / k_star[job], log10(1.0 + left / h) / lh, share)
     return out
 
 

@@ -28,11 +28,22 @@ from .previews import PlacementPreviewer, Preview
 from .render import RenderSnapshot, capture, render_ansi, render_rgb
 from .reward import RewardFn, RewardMeter, RewardScales, RewardTerms, episode_info, make_reward
 
-__all__ = ["QUEUE_FEATURES", "REGION_FEATURES", "SUMMARY_FEATURES", "GeoPipeEnv", "make_placement"]
+__all__ = [
+    "INFO_LEVELS",
+    "QUEUE_FEATURES",
+    "REGION_FEATURES",
+    "SUMMARY_FEATURES",
+    "GeoPipeEnv",
+    "make_placement",
+]
 
 _RENDER_MODES = ("ansi", "rgb_array")
 _ILLEGAL = ("fallback", "raise")
 _OBSERVATIONS = ("dict", "flat", "masked")
+#: ``info=`` levels: ``lean`` (the default) carries what agents and wrappers read, ``full`` adds
+#: the reward's parts and scales, the emissions so far, the regions down and the deprecated
+#: window arrays (see docs/environment.md, "Info").
+INFO_LEVELS = ("lean", "full")
 
 
 class GeoPipeEnv(gym.Env[Any, np.int64]):
@@ -77,6 +88,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         running_features: add the ``running`` (per region: running jobs, GPUs held, time to
             the first release and what it frees, mean remaining time) and ``release`` (the
             same for the whole cluster) arrays; on in the registered ids, off by default.
+        info: ``"lean"`` (default): every ``info`` holds ``action_mask``, ``queue`` and
+            ``illegal_action`` (and the terminal step the ``episode_*`` figures); ``"full"``
+            adds the reward's parts and scales, ``reward_terms``, ``reward_vector``,
+            ``carbon_kg``, ``regions_down`` and the deprecated window arrays. Lean is cheaper,
+            most of all through a vector env, which merges every key of every env's info.
         max_steps: truncate after this many steps (default never; ids use ``TimeLimit``).
         render_mode: ``"ansi"`` or ``"rgb_array"``.
     """
@@ -100,6 +116,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         grid_features: bool = False,
         fault_features: bool = False,
         running_features: bool = False,
+        info: str = "lean",
         max_steps: int | None = None,
         render_mode: str | None = None,
         **scenario_knobs: Any,
@@ -132,6 +149,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             "running_features": self.running_features,
         }
         enabled = tuple(name for name, on in flags.items() if on)
+        self.info_level = cfg.require_choice("info", info, INFO_LEVELS)
+        self._full_info = self.info_level == "full"
         if max_steps is not None:
             max_steps = require_int("max_steps", max_steps, minimum=1, exc=ValidationError)
         self.max_steps = max_steps
@@ -256,6 +275,12 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         return features.layout(obs, self._dict_space, self.observation_mode)
 
     def _info(self, terms: RewardTerms) -> dict[str, Any]:
+        if not self._full_info:
+            return {
+                "action_mask": self._mask.astype(bool),
+                "queue": self._queue,
+                "illegal_action": terms.illegal,
+            }
         q, n, scales, sim = self._queue, self.max_queue, self._meter.scales, self._require_sim()
         k, ids = len(q.job_ids), np.full(n, -1, dtype=np.int64)  # the window, -1 padded
         e1, bk, sub = np.zeros(n), np.zeros(n), np.zeros(n)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..core.perf import preview_iteration_time
 from ..core.placement import Placement
@@ -26,6 +26,7 @@ DEFAULT_MEMO_SIZE = 16384
 _EMPTY = Placement((), ())
 _new = tuple.__new__
 _Answer = tuple[Placement, float, float, bool]
+Waited = tuple[float, Placement]  # (finish time, placement) if the job waits for a release
 
 
 class Preview(NamedTuple):
@@ -55,8 +56,9 @@ class PlacementPreviewer:
         # collision is harmless.
         self._memo: OrderedDict[tuple[object, ...], tuple[object, _Answer]]
         self._memo = OrderedDict()
-        # the same for the state after the next release: (hash, shape) -> (state, placement)
-        self._after: OrderedDict[tuple[object, ...], tuple[object, Placement | None]]
+        # the same for the state after the next release: (hash, shape) -> (state, (placement,
+        # t_iter) or None)
+        self._after: OrderedDict[tuple[object, ...], tuple[object, tuple[Placement, float] | None]]
         self._after = OrderedDict()
         self._shapes: dict[int, tuple[object, ...]] = {}  # job id -> its shape, this scenario
         self._scenario: object = None
@@ -88,31 +90,39 @@ class PlacementPreviewer:
             )
         return shape
 
-    def placement_after(self, sim: Simulator, release: Release) -> Callable[[int, Release], Any]:
-        """:meth:`Simulator.placement_on` for one decision's ``release``, memoised by job
-        shape (what the ``wait_preview`` array asks once per visible job) and, for a pure
-        policy, by the release state across decisions and episodes, like the previews."""
+    def waits(self, sim: Simulator, release: Release) -> Callable[[int], Waited | None]:
+        """:func:`~bacepipe_env.core.admission.finish_after_release` at one decision's
+        ``release`` (the ``wait_preview`` array asks it once per visible job), memoised by job
+        shape and, for a pure policy, by the release state across decisions and episodes,
+        like the previews. The memo holds each shape's placement and Eq. (1) iteration time;
+        the finish is ``release.time + I * t_iter``, :meth:`Simulator.execution_time`'s
+        product, so the answers are bit for bit the function's."""
         self._new_cluster(sim)
         if not self.pure:
             self._after.clear()
         memo = self._after
-        state = (sim.cluster, release.free, release.residual)
+        # the links' capacities now enter t_iter: under faults they are part of the state
+        caps = None if sim.faults is None else sim.link_capacity_rows
+        state = (sim.cluster, release.free, release.residual, caps)
         state_hash = hash(state)
+        at = release.time
 
-        def placement_on(job: int, at: Release) -> Placement | None:
-            if at is not release:  # another state: nothing remembered for it
-                return sim.placement_on(job, at)
+        def waited(job: int) -> Waited | None:
             key = (state_hash, self.shape(sim, job))
             hit = memo.get(key)
             if hit is not None and hit[0] == state:
-                return hit[1]
-            got = sim.placement_on(job, at)
-            memo[key] = (state, got)
-            if len(memo) > self.memo_size:
-                memo.popitem(last=False)  # first in, first out
-            return got
+                got = hit[1]
+            else:
+                later = sim.placement_on(job, release)
+                got = None if later is None else (later, sim.iteration_time(job, later))
+                memo[key] = (state, got)
+                if len(memo) > self.memo_size:
+                    memo.popitem(last=False)  # first in, first out
+            if got is None:
+                return None
+            return at + sim.profile(job).iterations * got[1], got[0]
 
-        return placement_on
+        return waited
 
     def _new_cluster(self, sim: Simulator) -> None:
         """Forget every answer when the cluster changes (a random env draws one per episode):

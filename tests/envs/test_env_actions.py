@@ -53,8 +53,8 @@ BAD_ACTIONS = {
 def test_illegal_action_falls_back_to_slot_zero(which):
     """Two envs in lockstep: A plays the illegal action, B plays action 0; A is flagged and
     does exactly what B does."""
-    a = GeoPipeEnv("paper", max_queue=16)
-    b = GeoPipeEnv("paper", max_queue=16)
+    a = GeoPipeEnv("paper", max_queue=16, info="full")
+    b = GeoPipeEnv("paper", max_queue=16, info="full")
     a.reset(seed=0)
     b.reset(seed=0)
     *_, info = a.step(2)  # first a legal move in both, so that the state is not the initial one
@@ -77,8 +77,8 @@ def test_illegal_action_falls_back_to_slot_zero(which):
 
 @pytest.mark.parametrize("action", [1, np.int64(1), np.int32(1), np.array(1)], ids=repr)
 def test_integer_actions_of_any_type_are_legal(action):
-    a = GeoPipeEnv("paper")
-    b = GeoPipeEnv("paper")
+    a = GeoPipeEnv("paper", info="full")
+    b = GeoPipeEnv("paper", info="full")
     _, info = a.reset(seed=0)
     b.reset(seed=0)
     job1 = int(info["queue_job_ids"][1])
@@ -90,8 +90,8 @@ def test_integer_actions_of_any_type_are_legal(action):
 
 
 def test_illegal_action_raise_mode():
-    env = GeoPipeEnv("paper", illegal_action="raise")
-    twin = GeoPipeEnv("paper")
+    env = GeoPipeEnv("paper", illegal_action="raise", info="full")
+    twin = GeoPipeEnv("paper", info="full")
     _, info = env.reset(seed=0)
     twin.reset(seed=0)
     legal = np.flatnonzero(info["action_mask"]).tolist()
@@ -107,7 +107,7 @@ def test_illegal_action_raise_mode():
 
 
 def test_gym_make_passes_illegal_action_raise():
-    env = gym.make("bacepipe_env/GeoPipe-Fig1-v2", illegal_action="raise")
+    env = gym.make("bacepipe_env/GeoPipe-Fig1-v2", illegal_action="raise", info="full")
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"legal actions now: \[0, 1\]"):
         env.step(3)
@@ -117,8 +117,8 @@ def test_gym_make_passes_illegal_action_raise():
 @pytest.mark.parametrize("allow_wait", [False, True])
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_masks_agree_and_match_the_window(env_id, allow_wait):
-    env = gym.make(env_id, allow_wait=allow_wait)
-    flat = gym.make(env_id, allow_wait=allow_wait, observation="flat")
+    env = gym.make(env_id, allow_wait=allow_wait, info="full")
+    flat = gym.make(env_id, allow_wait=allow_wait, observation="flat", info="full")
     u = env.unwrapped
     q = u.max_queue
     for seed in range(3):
@@ -166,7 +166,7 @@ def test_observations_are_finite_and_order_one(env_id):
     """Every value is finite, inside its space (>= 0 but for grid's price_now) and O(1); the
     summary's job counts are per max_queue, so a long online queue takes them past 1, and the
     2023 price spikes (AU-NSW reaches 14 x scales.price for a few hours) are not clipped."""
-    env = gym.make(env_id, allow_wait=True)
+    env = gym.make(env_id, allow_wait=True, info="full")
     counts = [S_COL[c] for c in ("pending", "hidden", "running")]
     for seed in range(5):
         obs, info = env.reset(seed=seed)
@@ -187,7 +187,7 @@ def test_observations_are_finite_and_order_one(env_id):
 
 
 def test_random_scenarios_are_padded_to_max_regions():
-    env = gym.make("bacepipe_env/GeoPipe-Random-v2")
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", info="full")
     sizes = set()
     for seed in range(8):
         obs, _ = env.reset(seed=seed)
@@ -202,7 +202,7 @@ def test_random_scenarios_are_padded_to_max_regions():
 
 
 def test_preview_off_zeroes_the_preview_features():
-    on, off = GeoPipeEnv("paper"), GeoPipeEnv("paper", preview=False)
+    on, off = GeoPipeEnv("paper", info="full"), GeoPipeEnv("paper", preview=False, info="full")
     o_on, _ = on.reset(seed=0)
     o_off, i_off = off.reset(seed=0)
     cols = [Q_COL[c] for c in QUEUE_FEATURES if c.startswith("preview_")]
@@ -228,7 +228,7 @@ def _event_times(env):
 def test_decisions_come_at_once_or_at_the_next_event():
     """After a placement the next observation is at the same instant when a job can still be
     placed, otherwise at an event (arrival or completion)."""
-    env = gym.make("bacepipe_env/GeoPipe-Random-v2")
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", info="full")
     u = env.unwrapped
     same_instant = later = 0
     for seed in range(8):
@@ -252,7 +252,7 @@ def test_decisions_come_at_once_or_at_the_next_event():
 
 
 def test_fig1_decisions():
-    env = GeoPipeEnv("fig1", max_queue=4)
+    env = GeoPipeEnv("fig1", max_queue=4, info="full")
     _, info = env.reset(seed=0)
     assert list(info["queue_job_ids"]) == [1, 2, -1, -1]
     _, _, term, _, info = env.step(0)  # P
@@ -266,7 +266,7 @@ def test_fig1_decisions():
 
 
 def test_fig1_first_observation_by_hand():
-    env = GeoPipeEnv("fig1", max_queue=4)
+    env = GeoPipeEnv("fig1", max_queue=4, info="full")
     obs, info = env.reset(seed=0)
     sim = env.sim
     jobs = {j.job_id: j for j in env.scenario.jobs}
@@ -329,8 +329,8 @@ def _next_event_time(env):
 def test_wait_is_illegal_when_no_event_is_to_come():
     """paper: every job arrives at t = 0 and nothing runs yet, so waiting has nothing to wait
     for; playing it falls back to slot 0."""
-    env = GeoPipeEnv("paper", allow_wait=True)
-    twin = GeoPipeEnv("paper", allow_wait=True)
+    env = GeoPipeEnv("paper", allow_wait=True, info="full")
+    twin = GeoPipeEnv("paper", allow_wait=True, info="full")
     _, info = env.reset(seed=0)
     twin.reset(seed=0)
     assert env.action_space.n == 17
@@ -344,7 +344,7 @@ def test_wait_is_illegal_when_no_event_is_to_come():
 
 
 def test_wait_is_legal_exactly_while_an_event_is_to_come_and_advances_to_it():
-    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True)
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True, info="full")
     u = env.unwrapped
     wait = u.max_queue
     waits = 0
@@ -392,7 +392,7 @@ def _two_scenarios(late_h):
 
 
 def _trace(scenario):
-    env = GeoPipeEnv(scenario, max_queue=8)
+    env = GeoPipeEnv(scenario, max_queue=8, info="full")
     obs, info = env.reset(seed=0)
     out = [(info["time_s"], obs, info)]
     while True:
@@ -423,7 +423,7 @@ def test_observations_do_not_reveal_future_arrivals():
 
 # ------------------------------------------------------------------- window and step limit
 def test_window_smaller_than_the_queue():
-    env = GeoPipeEnv("paper", max_queue=4, n_jobs=16)
+    env = GeoPipeEnv("paper", max_queue=4, n_jobs=16, info="full")
     obs, info = env.reset(seed=0)
     assert len(env.scenario.jobs) == 16
     assert list(info["queue_job_ids"]) == [1, 2, 3, 4]  # the first four in submission order
@@ -452,7 +452,7 @@ def test_window_smaller_than_the_queue():
 
 
 def test_truncation_at_max_steps():
-    env = GeoPipeEnv("paper", max_steps=3)
+    env = GeoPipeEnv("paper", max_steps=3, info="full")
     _, info = env.reset(seed=0)
     flags = []
     for _ in range(3):
@@ -470,7 +470,7 @@ def test_truncation_at_max_steps():
 def test_registered_step_limit_truncates(limit):
     """``max_episode_steps`` is Gymnasium's TimeLimit; ``max_steps`` (passed through to the env)
     still works too."""
-    env = gym.make("bacepipe_env/GeoPipe-v2", **{limit: 2})
+    env = gym.make("bacepipe_env/GeoPipe-v2", **{limit: 2}, info="full")
     env.reset(seed=0)
     _, _, term, trunc, _ = env.step(0)
     assert not (term or trunc)
@@ -479,7 +479,7 @@ def test_registered_step_limit_truncates(limit):
 
 
 def test_termination_at_the_last_step_is_not_a_truncation():
-    env = GeoPipeEnv("paper", max_steps=8)  # paper: exactly 8 placements
+    env = GeoPipeEnv("paper", max_steps=8, info="full")  # paper: exactly 8 placements
     env.reset(seed=0)
     for _ in range(8):
         _, _, term, trunc, info = env.step(0)
@@ -488,7 +488,7 @@ def test_termination_at_the_last_step_is_not_a_truncation():
 
 
 def test_stepping_before_reset_or_after_the_end_raises():
-    env = GeoPipeEnv("fig1", max_queue=4)
+    env = GeoPipeEnv("fig1", max_queue=4, info="full")
     with pytest.raises(RuntimeError):
         env.step(0)
     env.reset(seed=0)
@@ -514,13 +514,13 @@ def test_stepping_before_reset_or_after_the_end_raises():
 )
 def test_bad_constructor_arguments_are_rejected(kwargs):
     with pytest.raises(ValueError):
-        GeoPipeEnv(**{"scenario": "fig1", **kwargs})
+        GeoPipeEnv(**{"scenario": "fig1", **kwargs}, info="full")
 
 
 def test_knobs_only_apply_to_named_scenarios():
     base, _ = _two_scenarios(1.0)
     with pytest.raises(ValidationError):
-        GeoPipeEnv(base, gpu_scale=0.5)
-    env = GeoPipeEnv("paper", gpu_scale=0.5)
+        GeoPipeEnv(base, gpu_scale=0.5, info="full")
+    env = GeoPipeEnv("paper", gpu_scale=0.5, info="full")
     env.reset(seed=0)
     assert env.scenario.cluster.capacity == (32, 32, 8, 64, 16, 16)

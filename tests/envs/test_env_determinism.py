@@ -76,8 +76,12 @@ def _rollout(env, seed, actions=None, rng_seed=0):
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_same_seed_same_actions_same_episode(env_id, variant):
     for seed in (0, 7):
-        actions, first = _rollout(gym.make(env_id, **VARIANTS[variant]), seed, rng_seed=seed)
-        _, second = _rollout(gym.make(env_id, **VARIANTS[variant]), seed, actions=actions)
+        actions, first = _rollout(
+            gym.make(env_id, **VARIANTS[variant], info="full"), seed, rng_seed=seed
+        )
+        _, second = _rollout(
+            gym.make(env_id, **VARIANTS[variant], info="full"), seed, actions=actions
+        )
         assert len(first) == len(second)
         for x, y in zip(first, second):
             _assert_obs_equal(x[0], y[0])
@@ -87,7 +91,7 @@ def test_same_seed_same_actions_same_episode(env_id, variant):
 
 
 def test_reusing_one_env_with_the_same_seed_repeats_the_episode():
-    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True)
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True, info="full")
     actions, first = _rollout(env, 5, rng_seed=1)
     _rollout(env, 6, rng_seed=2)  # something else in between
     _, again = _rollout(env, 5, actions=actions)
@@ -104,7 +108,7 @@ def _signature(scenario):
 
 
 def test_different_seeds_give_different_paper_scenarios():
-    env = gym.make("bacepipe_env/GeoPipe-v2")
+    env = gym.make("bacepipe_env/GeoPipe-v2", info="full")
     signatures = set()
     for seed in range(5):
         env.reset(seed=seed)
@@ -113,7 +117,7 @@ def test_different_seeds_give_different_paper_scenarios():
 
 
 def test_different_seeds_give_different_random_scenarios():
-    env = gym.make("bacepipe_env/GeoPipe-Random-v2")
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", info="full")
     clusters = set()
     for seed in range(5):
         env.reset(seed=seed)
@@ -123,8 +127,8 @@ def test_different_seeds_give_different_random_scenarios():
 
 
 def test_unseeded_resets_follow_the_first_seed():
-    a = gym.make("bacepipe_env/GeoPipe-v2")
-    b = gym.make("bacepipe_env/GeoPipe-v2")
+    a = gym.make("bacepipe_env/GeoPipe-v2", info="full")
+    b = gym.make("bacepipe_env/GeoPipe-v2", info="full")
     a.reset(seed=11)
     b.reset(seed=11)
     for _ in range(4):
@@ -136,7 +140,7 @@ def test_unseeded_resets_follow_the_first_seed():
 @pytest.mark.parametrize("env_id", ["bacepipe_env/GeoPipe-v2", "bacepipe_env/GeoPipe-Random-v2"])
 @pytest.mark.parametrize("wrapped", [False, True], ids=["unwrapped", "gym.make"])
 def test_pickled_env_continues_like_the_original(env_id, wrapped):
-    env = gym.make(env_id, allow_wait=True)
+    env = gym.make(env_id, allow_wait=True, info="full")
     if not wrapped:
         env = env.unwrapped
     rng = np.random.default_rng(3)
@@ -170,7 +174,7 @@ def test_pickled_env_continues_like_the_original(env_id, wrapped):
 
 
 def test_pickled_env_does_not_share_state_with_the_original():
-    env = GeoPipeEnv("paper")
+    env = GeoPipeEnv("paper", info="full")
     env.reset(seed=0)
     clone = pickle.loads(pickle.dumps(env))
     env.step(0)
@@ -184,8 +188,8 @@ def _pick_actions(masks, rng):
 
 def test_gymnasium_sync_vector_env():
     env_id = "bacepipe_env/GeoPipe-Random-v2"
-    venv = gym.vector.SyncVectorEnv([lambda: gym.make(env_id) for _ in range(2)])
-    singles = [gym.make(env_id) for _ in range(2)]
+    venv = gym.vector.SyncVectorEnv([lambda: gym.make(env_id, info="full") for _ in range(2)])
+    singles = [gym.make(env_id, info="full") for _ in range(2)]
     obs, infos = venv.reset(seed=[4, 5])
     single = [s.reset(seed=sd) for s, sd in zip(singles, (4, 5))]
     for i in range(2):
@@ -220,7 +224,7 @@ def test_sb3_subproc_vec_env_masks():
     torch.set_num_threads(1)
 
     def make():
-        return gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True)
+        return gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True, info="full")
 
     venv = SubprocVecEnv([make, make], start_method="fork")
     try:

@@ -106,23 +106,23 @@ def test_only_online_shows_faults_by_default(env_id):
     ``fault_features=True`` turns the arrays on anywhere."""
     online = env_id.endswith("Online-v1")
     assert ENV_IDS[env_id].get("fault_features", False) is online
-    env = gym.make(env_id)
+    env = gym.make(env_id, info="full")
     assert env.unwrapped.fault_features is online
     shown = {"region_faults", "link_faults"} & set(env.observation_space.spaces)
     assert shown == ({"region_faults", "link_faults"} if online else set())
-    env = gym.make(env_id, fault_features=True)
+    env = gym.make(env_id, fault_features=True, info="full")
     assert {"region_faults", "link_faults"} <= set(env.observation_space.spaces)
 
 
 def test_fault_features_is_a_bool():
     with pytest.raises(ValueError, match="fault_features"):
-        GeoPipeEnv("paper", fault_features=1)
+        GeoPipeEnv("paper", fault_features=1, info="full")
 
 
 # ------------------------------------------------------------------ faults via gym.make
 @pytest.mark.parametrize("env_id", list(CASES))
 def test_gym_make_passes_the_faults_to_the_scenario(env_id):
-    env = gym.make(env_id, gpu_failure_rate=2e-4, **FAULTS, **CASES[env_id])
+    env = gym.make(env_id, gpu_failure_rate=2e-4, **FAULTS, **CASES[env_id], info="full")
     env.reset(seed=0)
     faults = env.unwrapped.scenario.faults
     assert faults.gpu_failure_rate == 2e-4
@@ -135,7 +135,7 @@ def test_gym_make_passes_the_faults_to_the_scenario(env_id):
 
 @pytest.mark.parametrize("env_id", list(CASES))
 def test_the_observation_follows_the_events(env_id):
-    env = gym.make(env_id, fault_features=True, **FAULTS, **CASES[env_id])
+    env = gym.make(env_id, fault_features=True, **FAULTS, **CASES[env_id], info="full")
     kk = env.unwrapped.max_regions
     seen = _play(env, 0)
     k = env.unwrapped.scenario.cluster.n_regions
@@ -163,8 +163,8 @@ def test_the_flat_observation_carries_the_same_arrays():
     from bacepipe_env.envs.features import flatten
 
     kwargs = {"fault_features": True, "n_jobs": 60, **FAULTS}
-    dict_env = gym.make(ONLINE, **kwargs)
-    flat_env = gym.make(ONLINE, observation="flat", **kwargs)
+    dict_env = gym.make(ONLINE, **kwargs, info="full")
+    flat_env = gym.make(ONLINE, observation="flat", **kwargs, info="full")
     seen = _play(dict_env, 3)
     obs, _ = flat_env.reset(seed=3)
     for i, (dobs, _) in enumerate(seen):
@@ -176,7 +176,7 @@ def test_the_flat_observation_carries_the_same_arrays():
 
 
 def test_without_faults_the_arrays_show_a_healthy_cluster():
-    env = GeoPipeEnv("paper", fault_features=True, max_regions=8)
+    env = GeoPipeEnv("paper", fault_features=True, max_regions=8, info="full")
     obs, info = env.reset(seed=0)
     assert env.sim.faults is None
     assert not obs["region_faults"].any()
@@ -189,7 +189,7 @@ def test_without_faults_the_arrays_show_a_healthy_cluster():
 
 
 def test_the_arrays_are_fresh_copies():
-    env = GeoPipeEnv("paper", fault_features=True, **FAULTS)
+    env = GeoPipeEnv("paper", fault_features=True, **FAULTS, info="full")
     obs, _ = env.reset(seed=0)
     keep = obs["link_faults"].copy(), obs["region_faults"].copy()
     obs["link_faults"][:] = 99.0
@@ -200,7 +200,7 @@ def test_the_arrays_are_fresh_copies():
 
 
 def test_the_simulator_accessors():
-    env = GeoPipeEnv("paper", **FAULTS)
+    env = GeoPipeEnv("paper", **FAULTS, info="full")
     env.reset(seed=0)
     sim = env.sim
     assert sim.down_regions == (False,) * 6
@@ -223,9 +223,11 @@ def test_gymnasium_and_sb3_checkers_pass_with_fault_features(env_id, observation
 
     torch.set_num_threads(1)
     kwargs = {"fault_features": True, "observation": observation, **FAILURES, **FAULTS}
-    env = gym.make(env_id, **kwargs, **CASES[env_id])
+    env = gym.make(env_id, **kwargs, **CASES[env_id], info="full")
     gym_check_env(env.unwrapped, skip_render_check=True)
-    sb3_check_env(gym.make(env_id, **kwargs, **CASES[env_id]), warn=True, skip_render_check=True)
+    sb3_check_env(
+        gym.make(env_id, **kwargs, **CASES[env_id], info="full"), warn=True, skip_render_check=True
+    )
 
 
 # ------------------------------------------------------------------------- equivalence
@@ -244,7 +246,7 @@ def _same_run(env, info, expected):
 def test_agents_equal_the_simulator_under_faults(name, seed):
     """GeoPipe-v2 (8 jobs in a 16-slot window: it covers the queue, restarts included) with
     GPU failures and an outage."""
-    env = gym.make(V1, **AGENT_ENV[name], fault_features=True, **FAILURES)
+    env = gym.make(V1, **AGENT_ENV[name], fault_features=True, **FAILURES, info="full")
     agent = make_agent(name)
     res = run_episode(env, agent, seed)
     assert res.illegal_actions == 0
@@ -267,7 +269,7 @@ def test_the_equivalence_runs_do_restart():
     restarts = []
     for name in ("bace-pipe", "fcfs"):
         for seed in range(3):
-            env = gym.make(V1, **AGENT_ENV[name], **FAILURES)
+            env = gym.make(V1, **AGENT_ENV[name], **FAILURES, info="full")
             run_episode(env, make_agent(name), seed)
             restarts.append(env.unwrapped.sim.result().n_restarts)
     assert sum(restarts) > 0, restarts
@@ -276,7 +278,7 @@ def test_the_equivalence_runs_do_restart():
 
 @pytest.mark.parametrize("name", ["bace-pipe", "fcfs", "sjf", "random"])
 def test_terminal_info_equals_the_simulator_under_faults(name):
-    env = gym.make(V1, **AGENT_ENV[name], **FAILURES)
+    env = gym.make(V1, **AGENT_ENV[name], **FAILURES, info="full")
     agent = make_agent(name)
     agent.reset(1)
     obs, info = env.reset(seed=1)
@@ -291,7 +293,7 @@ def test_terminal_info_equals_the_simulator_under_faults(name):
 # ------------------------------------------------------------------------- determinism
 def test_episodes_are_deterministic_under_a_seed_with_failures():
     def trajectory(seed):
-        env = gym.make(V1, fault_features=True, **FAILURES)
+        env = gym.make(V1, fault_features=True, **FAILURES, info="full")
         seen = _play(env, seed)
         return seen, env.unwrapped.sim.result()
 
@@ -317,7 +319,7 @@ FAULT_KEYS = {
 
 @pytest.mark.parametrize("faults", [{}, FAILURES], ids=["none", "failures"])
 def test_terminal_info_fault_keys_and_types(faults):
-    env = gym.make(V1, **faults)
+    env = gym.make(V1, **faults, info="full")
     seen = _play(env, 2)
     last = seen[-1][1]
     for key, kind in FAULT_KEYS.items():
@@ -348,7 +350,7 @@ def test_the_grid_shows_a_price_change_from_its_first_instant() -> None:
         {"type": "price", "region": "EU-West", "factor": 3.0, "start_h": 0.25, "end_h": 2.5}
     ]
     spec["workload"] = dict(spec["workload"], arrivals="poisson", arrival_rate_per_h=8.0)
-    env = GeoPipeEnv(load_scenario(spec, seed=0), grid_features=True, max_queue=16)
+    env = GeoPipeEnv(load_scenario(spec, seed=0), grid_features=True, max_queue=16, info="full")
     obs, _ = env.reset(seed=0)
     seen, done = set(), False
     while not done:

@@ -86,7 +86,7 @@ def assert_obs(obs: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> N
 
 
 def test_golden_episode(tiny_scenario) -> None:
-    env = GeoPipeEnv(tiny_scenario, max_queue=3)
+    env = GeoPipeEnv(tiny_scenario, max_queue=3, info="full")
     obs, info = env.reset(seed=0)
     assert info["jct_scale_s"] == pytest.approx(JCT_NORM / 3, rel=1e-12)
     assert info["cost_scale_usd"] == pytest.approx(COST_NORM, rel=1e-12)
@@ -205,7 +205,7 @@ def test_golden_episode(tiny_scenario) -> None:
 def test_golden_wait(tiny_scenario) -> None:
     """With ``allow_wait`` the agent may wait at t = 0 for C's arrival at 1 h: two jobs in the
     system for an hour, nothing running. r = -(7200 / 63000) = -4/35."""
-    env = GeoPipeEnv(tiny_scenario, max_queue=3, allow_wait=True)
+    env = GeoPipeEnv(tiny_scenario, max_queue=3, allow_wait=True, info="full")
     _, info = env.reset(seed=0)
     assert info["action_mask"].tolist() == [True, True, False, True]  # an arrival is to come
     obs, reward, terminated, _, info = env.step(3)

@@ -33,7 +33,9 @@ def _mo_env(weights: np.ndarray = WEIGHTS) -> gym.Env:
     The statistics wrapper sits under ``LinearReward``, so it records the vector returns; the
     env checker is off because Gymnasium's checker expects a scalar reward (it only warns).
     """
-    env = gym.make("bacepipe_env/GeoPipe-v2", reward="vector", disable_env_checker=True)
+    env = gym.make(
+        "bacepipe_env/GeoPipe-v2", reward="vector", disable_env_checker=True, info="full"
+    )
     return LinearReward(MORecordEpisodeStatistics(env), weight=weights)
 
 
@@ -116,7 +118,9 @@ def test_statistics_reset_between_episodes():
 
 def test_reward_space():
     """The vector reward's space: three costs, each <= 0, float64; what the wrappers read."""
-    env = gym.make("bacepipe_env/GeoPipe-v2", reward="vector", disable_env_checker=True)
+    env = gym.make(
+        "bacepipe_env/GeoPipe-v2", reward="vector", disable_env_checker=True, info="full"
+    )
     space = env.unwrapped.reward_space
     assert isinstance(space, gym.spaces.Box)
     assert space.shape == (3,) and space.dtype == np.float64
@@ -125,15 +129,15 @@ def test_reward_space():
     _, reward, *_ = env.step(int(np.flatnonzero(env.unwrapped.action_masks())[0]))
     assert space.contains(reward)
     # a subset of the terms gives a shorter vector
-    two = GeoPipeEnv("paper", reward=VectorReward(terms=("jct", "cost")))
+    two = GeoPipeEnv("paper", reward=VectorReward(terms=("jct", "cost")), info="full")
     assert two.reward_space.shape == (2,)
 
 
 def test_scalar_reward_has_no_reward_space():
     """Only a vector reward sets ``reward_space``: MO-Gymnasium's wrappers refuse scalar envs."""
-    env = gym.make("bacepipe_env/GeoPipe-v2")
+    env = gym.make("bacepipe_env/GeoPipe-v2", info="full")
     assert not hasattr(env.unwrapped, "reward_space")
-    assert not hasattr(GeoPipeEnv("paper"), "reward_space")
+    assert not hasattr(GeoPipeEnv("paper", info="full"), "reward_space")
     with pytest.raises(AttributeError):
         LinearReward(env, weight=WEIGHTS)
 
@@ -142,7 +146,7 @@ def test_linear_reward_with_the_default_weights_is_the_default_reward():
     """``[1, 0.25, 0]`` scalarises the vector into the default ``JctCostReward``: the same
     seed and actions give the same rewards, step by step, up to rounding."""
     mo = _mo_env(WEIGHTS)
-    scalar = gym.make("bacepipe_env/GeoPipe-v2")
+    scalar = gym.make("bacepipe_env/GeoPipe-v2", info="full")
     for seed in (0, 1):
         rng = np.random.default_rng(seed)
         mo.reset(seed=seed)
@@ -168,5 +172,6 @@ def test_the_docs_block_runs():
     exec(block, ns)
     info = ns["info"]
     assert ns["terminated"] and info["episode"]["r"].shape == (3,)
-    expected = -info["episode_avg_jct_s"] / info["jct_scale_s"]
+    scales = ns["env"].unwrapped.reward_scales  # the default lean info has no scales
+    expected = -info["episode_avg_jct_s"] / scales.jct_scale
     assert info["episode"]["r"][0] == pytest.approx(expected, rel=1e-5)

@@ -88,18 +88,18 @@ def test_online_is_registered_with_grid_features_and_a_distant_step_limit():
         "running_features": True,
     }
     assert MAX_EPISODE_STEPS[ONLINE] >= 100 * 500  # far beyond the 500-job episode
-    env = gym.make(ONLINE)
+    env = gym.make(ONLINE, info="full")
     assert env.spec.max_episode_steps == MAX_EPISODE_STEPS[ONLINE]
     u = env.unwrapped
     assert u.grid_features and u.max_queue == 500 and u.max_regions == 6  # the job budget
     assert env.observation_space["grid"].shape == (6, 2)
     for env_id in ENV_IDS:  # the ids with flat-priced scenarios have no grid array
         if env_id != ONLINE:
-            assert "grid" not in gym.make(env_id).observation_space.spaces
+            assert "grid" not in gym.make(env_id, info="full").observation_space.spaces
 
 
 def test_a_full_500_job_episode_places_one_job_per_step():
-    env = gym.make(ONLINE, allow_wait=False)  # every step places a job
+    env = gym.make(ONLINE, allow_wait=False, info="full")  # every step places a job
     _, info = env.reset(seed=11)
     scen = env.unwrapped.scenario
     assert scen.name == "online" and len(scen.jobs) == 500
@@ -121,7 +121,7 @@ def test_a_full_500_job_episode_places_one_job_per_step():
 def test_grid_golden_values_at_a_known_start_hour():
     """At start hour 4380 EU-Central's price is negative; every decision's grid is the CSV's
     row of its hour, and the observation space contains it."""
-    env = gym.make(ONLINE, n_jobs=60, start_hour=NEGATIVE_HOUR)
+    env = gym.make(ONLINE, n_jobs=60, start_hour=NEGATIVE_HOUR, info="full")
     obs, info = env.reset(seed=0)
     assert env.unwrapped.scenario.tariff.start_hour == NEGATIVE_HOUR
     rng = np.random.default_rng(0)
@@ -147,7 +147,7 @@ def test_grid_golden_values_at_a_known_start_hour():
 
 def test_grid_at_the_first_decision_by_hand():
     """One row written out: EU-Central (index 2) at 2023-07-02T12:00Z."""
-    env = GeoPipeEnv("online", grid_features=True, n_jobs=5, start_hour=NEGATIVE_HOUR)
+    env = GeoPipeEnv("online", grid_features=True, n_jobs=5, start_hour=NEGATIVE_HOUR, info="full")
     obs, info = env.reset(seed=3)
     assert info["time_s"] == 0.0  # the first arrival opens the episode
     names, price, carbon = _hourly_table()
@@ -160,7 +160,7 @@ def test_grid_at_the_first_decision_by_hand():
 
 
 def test_grid_under_flat_prices_is_table_ii_and_constant():
-    env = GeoPipeEnv("paper", grid_features=True)
+    env = GeoPipeEnv("paper", grid_features=True, info="full")
     obs, info = env.reset(seed=0)
     regions = _scenario_regions()  # online's regions are paper's Table II, flat carbon alike
     expected = np.array(
@@ -178,7 +178,7 @@ def test_grid_under_flat_prices_is_table_ii_and_constant():
 
 def test_grid_pads_rows_and_follows_the_carbon_scale():
     env = GeoPipeEnv(
-        "online", grid_features=True, n_jobs=5, max_regions=8, scales={"carbon": 300.0}
+        "online", grid_features=True, n_jobs=5, max_regions=8, scales={"carbon": 300.0}, info="full"
     )
     obs, info = env.reset(seed=1)
     start = env.scenario.tariff.start_hour
@@ -193,7 +193,7 @@ def test_grid_pads_rows_and_follows_the_carbon_scale():
 
 def test_grid_arrays_are_fresh_copies():
     """The per-hour cache never leaks: mutating one observation changes no later one."""
-    env = GeoPipeEnv("online", grid_features=True, n_jobs=20)
+    env = GeoPipeEnv("online", grid_features=True, n_jobs=20, info="full")
     obs, info = env.reset(seed=2)
     keep = obs["grid"].copy()
     obs["grid"][:] = 99.0
@@ -206,13 +206,13 @@ def test_grid_arrays_are_fresh_copies():
 
 def test_grid_features_is_a_bool():
     with pytest.raises(ValueError, match="grid_features"):
-        GeoPipeEnv("paper", grid_features=1)
+        GeoPipeEnv("paper", grid_features=1, info="full")
 
 
 def test_flat_observation_carries_the_grid_with_its_bounds():
-    env = gym.make(ONLINE, observation="flat", n_jobs=10, start_hour=NEGATIVE_HOUR)
+    env = gym.make(ONLINE, observation="flat", n_jobs=10, start_hour=NEGATIVE_HOUR, info="full")
     flat, _ = env.reset(seed=0)
-    d = gym.make(ONLINE, n_jobs=10, start_hour=NEGATIVE_HOUR)
+    d = gym.make(ONLINE, n_jobs=10, start_hour=NEGATIVE_HOUR, info="full")
     obs, _ = d.reset(seed=0)
     np.testing.assert_array_equal(flat, gym.spaces.flatten(d.observation_space, obs))
     assert flat.min() < 0  # the negative price, inside the space
@@ -237,7 +237,7 @@ def _play(env, seed):
 
 
 def test_carbon_norm_is_ideal_gpu_hours_at_the_mean_flat_intensity():
-    env = GeoPipeEnv("online", grid_features=True, n_jobs=30)
+    env = GeoPipeEnv("online", grid_features=True, n_jobs=30, info="full")
     env.reset(seed=4)
     profiles = env.scenario.profiles.values()
     gpu_hours = math.fsum(p.k_star * p.ideal_execution for p in profiles) / H
@@ -248,7 +248,7 @@ def test_carbon_norm_is_ideal_gpu_hours_at_the_mean_flat_intensity():
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_the_carbon_terms_sum_to_total_carbon_over_carbon_norm(seed):
-    env = gym.make(ONLINE, n_jobs=60, reward=RewardConfig(0.0, 0.0, carbon_weight=1.0))
+    env = gym.make(ONLINE, n_jobs=60, reward=RewardConfig(0.0, 0.0, carbon_weight=1.0), info="full")
     rewards, infos = _play(env, seed)
     result = env.unwrapped.sim.result()
     norm = env.unwrapped.reward_scales.carbon_norm
@@ -266,8 +266,10 @@ def test_the_carbon_terms_sum_to_total_carbon_over_carbon_norm(seed):
 
 
 def test_the_default_reward_ignores_carbon_and_the_vector_carries_it():
-    scalar = gym.make(ONLINE, n_jobs=40)
-    vector = gym.make(ONLINE, n_jobs=40, reward=VectorReward(), disable_env_checker=True)
+    scalar = gym.make(ONLINE, n_jobs=40, info="full")
+    vector = gym.make(
+        ONLINE, n_jobs=40, reward=VectorReward(), disable_env_checker=True, info="full"
+    )
     r_scalar, i_scalar = _play(scalar, 5)
     r_vector, i_vector = _play(vector, 5)
     assert len(r_scalar) == len(r_vector)
@@ -301,7 +303,7 @@ EPISODE_KEYS = {
 
 
 def test_terminal_info_keys_types_and_values():
-    env = gym.make(ONLINE, n_jobs=60)
+    env = gym.make(ONLINE, n_jobs=60, info="full")
     _, infos = _play(env, 7)
     last = infos[-1]
     for key, kind in EPISODE_KEYS.items():
@@ -320,7 +322,7 @@ def test_terminal_info_keys_types_and_values():
 
 
 def test_egress_reaches_the_terminal_info_and_the_cost_term():
-    env = gym.make(ONLINE, n_jobs=40, egress_usd_per_gb=0.02)
+    env = gym.make(ONLINE, n_jobs=40, egress_usd_per_gb=0.02, info="full")
     _, infos = _play(env, 3)
     last = infos[-1]
     assert last["episode_egress_usd"] > 0
@@ -332,7 +334,7 @@ def test_egress_reaches_the_terminal_info_and_the_cost_term():
 # ---------------------------------------------------------------------------- determinism
 def test_the_same_seed_gives_the_same_episode_and_another_seed_another_hour():
     def run(seed):
-        env = gym.make(ONLINE, n_jobs=40)
+        env = gym.make(ONLINE, n_jobs=40, info="full")
         rng = np.random.default_rng(0)
         obs, info = env.reset(seed=seed)
         out = [(obs, 0.0, info["time_s"])]
@@ -368,5 +370,5 @@ def test_checkers_accept_online_with_negative_prices(observation):
 
     torch.set_num_threads(1)
     kwargs = {"observation": observation, "n_jobs": 60, "start_hour": NEGATIVE_HOUR}
-    gym_check_env(gym.make(ONLINE, **kwargs).unwrapped, skip_render_check=True)
-    sb3_check_env(gym.make(ONLINE, **kwargs), warn=True, skip_render_check=True)
+    gym_check_env(gym.make(ONLINE, **kwargs, info="full").unwrapped, skip_render_check=True)
+    sb3_check_env(gym.make(ONLINE, **kwargs, info="full"), warn=True, skip_render_check=True)

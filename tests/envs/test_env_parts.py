@@ -57,7 +57,7 @@ class _Recording(RewardFn):
 
 def test_an_injected_reward_is_called_once_per_step_with_the_steps_terms():
     fn = _Recording()
-    env = GeoPipeEnv("paper", reward=fn)
+    env = GeoPipeEnv("paper", reward=fn, info="full")
     steps = _play(env, seed=0)
     assert len(fn.calls) == len(steps)
     for terms, (_, reward, info) in zip(fn.calls, steps):
@@ -77,8 +77,8 @@ def test_an_injected_reward_is_called_once_per_step_with_the_steps_terms():
     ids=["none", "config", "mapping", "fn", "fn-config"],
 )
 def test_the_default_reward_in_every_spelling_gives_the_same_floats(reward):
-    base = _play(GeoPipeEnv("paper"), seed=4)
-    other = _play(GeoPipeEnv("paper", reward=reward), seed=4)
+    base = _play(GeoPipeEnv("paper", info="full"), seed=4)
+    other = _play(GeoPipeEnv("paper", reward=reward, info="full"), seed=4)
     assert [r for _, r, _ in base] == [r for _, r, _ in other]
 
 
@@ -107,8 +107,8 @@ def test_reward_terms_keep_their_positional_meaning():
 
 
 def test_vector_reward_returns_the_unweighted_terms():
-    env = GeoPipeEnv("paper", reward=VectorReward())
-    scalar = _play(GeoPipeEnv("paper"), seed=2)
+    env = GeoPipeEnv("paper", reward=VectorReward(), info="full")
+    scalar = _play(GeoPipeEnv("paper", info="full"), seed=2)
     steps = _play(env, seed=2)
     assert len(steps) == len(scalar)
     for (_, vec, info), (_, r, _) in zip(steps, scalar):
@@ -125,7 +125,9 @@ def test_vector_reward_returns_the_unweighted_terms():
 
 
 def test_vector_reward_through_gym_make():
-    env = gym.make("bacepipe_env/GeoPipe-Fig1-v2", reward=VectorReward(), disable_env_checker=True)
+    env = gym.make(
+        "bacepipe_env/GeoPipe-Fig1-v2", reward=VectorReward(), disable_env_checker=True, info="full"
+    )
     env.reset(seed=0)
     _, reward, *_, info = env.step(0)
     assert np.array_equal(reward, info["reward_vector"])
@@ -140,7 +142,7 @@ def test_reward_terms_are_frozen():
 # ----------------------------------------------------------------------- queue snapshot
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_the_queue_snapshot_is_the_window_and_agrees_with_the_old_info_keys(env_id):
-    env = gym.make(env_id, allow_wait=True)
+    env = gym.make(env_id, allow_wait=True, info="full")
     u = env.unwrapped
     rng = np.random.default_rng(0)
     _, info = env.reset(seed=0)
@@ -165,7 +167,7 @@ def test_the_queue_snapshot_is_the_window_and_agrees_with_the_old_info_keys(env_
 
 
 def test_the_queue_snapshot_is_read_only_and_needs_a_reset():
-    env = GeoPipeEnv("fig1")
+    env = GeoPipeEnv("fig1", info="full")
     with pytest.raises(RuntimeError, match="reset"):
         _ = env.queue_snapshot
     env.reset(seed=0)
@@ -193,7 +195,7 @@ def test_the_env_leaves_the_dynamics_to_the_simulator(monkeypatch):
     monkeypatch.setattr(Simulator, "place", spy_place)
     monkeypatch.setattr(Simulator, "decline", spy_decline)
     # fragmented regions and thin links: the free GPUs reach a floor that no path does
-    env = GeoPipeEnv("paper", gpu_scale=0.5, bandwidth_scale=0.01)
+    env = GeoPipeEnv("paper", gpu_scale=0.5, bandwidth_scale=0.01, info="full")
     for seed in range(3):
         _play(env, seed)
     assert declined, "no window was declined: pick a scenario where one is"
@@ -203,10 +205,10 @@ def test_the_env_leaves_the_dynamics_to_the_simulator(monkeypatch):
 # -------------------------------------------------------------------------- step limit
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_the_registered_step_limit_is_timelimits(env_id):
-    env = gym.make(env_id)
+    env = gym.make(env_id, info="full")
     assert env.spec.max_episode_steps == MAX_EPISODE_STEPS[env_id]
     assert env.unwrapped.max_steps is None
-    short = gym.make(env_id, max_episode_steps=1)
+    short = gym.make(env_id, max_episode_steps=1, info="full")
     short.reset(seed=0)
     _, _, term, trunc, _ = short.step(0)
     # fig1 ends after two placements, so one step is never the end
@@ -215,7 +217,7 @@ def test_the_registered_step_limit_is_timelimits(env_id):
 
 
 def test_max_steps_still_truncates_a_directly_built_env():
-    env = GeoPipeEnv("fig1", max_steps=1)
+    env = GeoPipeEnv("fig1", max_steps=1, info="full")
     env.reset(seed=0)
     _, _, term, trunc, _ = env.step(0)
     assert trunc and not term
@@ -250,7 +252,7 @@ def test_bad_arguments_raise_validation_errors_not_scenario_errors(kwargs):
 
         args["scenario"] = load_scenario("fig1")
     with pytest.raises(ValidationError) as err:
-        GeoPipeEnv(**args)
+        GeoPipeEnv(**args, info="full")
     assert not isinstance(err.value, ScenarioError), err.value
     assert err.value.field  # names the argument
 
@@ -258,11 +260,11 @@ def test_bad_arguments_raise_validation_errors_not_scenario_errors(kwargs):
 def test_a_scenario_with_too_many_regions_is_rejected_at_reset():
     from bacepipe_env.scenarios import load_scenario
 
-    env = GeoPipeEnv("fig1", max_regions=4)
+    env = GeoPipeEnv("fig1", max_regions=4, info="full")
     with pytest.raises(ValidationError, match="max_regions"):
         env.reset(options={"scenario": load_scenario("paper")})
     with pytest.raises(ValidationError, match="Scenario"):
-        GeoPipeEnv(lambda rng: "not a scenario", max_regions=2).reset(seed=0)
+        GeoPipeEnv(lambda rng: "not a scenario", max_regions=2, info="full").reset(seed=0)
 
 
 # ------------------------------------------------------------------------------ render
@@ -274,7 +276,7 @@ def test_render_takes_a_typed_snapshot_and_does_not_import_the_env():
         if isinstance(node, ast.ImportFrom)
     ]
     assert not [m for m in imported if "geopipe" in m], imported
-    env = GeoPipeEnv("fig1", render_mode="ansi")
+    env = GeoPipeEnv("fig1", render_mode="ansi", info="full")
     env.reset(seed=0)
     snap = env.render_snapshot()
     assert isinstance(snap, RenderSnapshot)

@@ -53,7 +53,7 @@ def _objective(info, w_j, w_c, w_g=0.0):
 def test_return_equals_the_episode_objective(env_id, weights, allow_wait):
     w_j, w_c, w_g = weights
     reward = RewardConfig(jct_weight=w_j, cost_weight=w_c, carbon_weight=w_g)
-    env = gym.make(env_id, reward=reward, allow_wait=allow_wait)
+    env = gym.make(env_id, reward=reward, allow_wait=allow_wait, info="full")
     waits = 0
     for seed in range(4):
         rewards, infos, actions = _episode(env, seed, rng_seed=seed)
@@ -95,7 +95,7 @@ def test_return_equals_the_episode_objective(env_id, weights, allow_wait):
 
 
 def test_episode_metrics_are_the_simulator_result():
-    env = GeoPipeEnv("paper")
+    env = GeoPipeEnv("paper", info="full")
     _, infos, _ = _episode(env, 2)
     result = env.sim.result()
     assert infos[-1]["episode_avg_jct_s"] == result.avg_jct
@@ -106,7 +106,7 @@ def test_episode_metrics_are_the_simulator_result():
 
 
 def test_reset_info_has_zero_reward_terms():
-    env = GeoPipeEnv("paper")
+    env = GeoPipeEnv("paper", info="full")
     _, info = env.reset(seed=0)
     assert info["reward_jct"] == 0.0 and info["reward_cost"] == 0.0
     assert info["reward_carbon"] == 0.0 and info["carbon_kg"] == 0.0
@@ -116,7 +116,7 @@ def test_reset_info_has_zero_reward_terms():
 
 def test_waiting_costs_time():
     """With allow_wait, waiting while jobs are queued accrues job-seconds: a negative reward."""
-    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True)
+    env = gym.make("bacepipe_env/GeoPipe-Random-v2", allow_wait=True, info="full")
     found = False
     for seed in range(20):
         _, info = env.reset(seed=seed)
@@ -139,8 +139,8 @@ def test_illegal_penalty_is_subtracted_per_illegal_step(env_id, seed):
     fallback it is replaced by (the first legal action). Same trajectory, and the first's return
     is lower by exactly ``illegal_penalty`` per illegal step."""
     cfg = RewardConfig(jct_weight=1.0, cost_weight=0.25, illegal_penalty=1.0)
-    bad = gym.make(env_id, reward=cfg)
-    good = gym.make(env_id, reward=cfg)
+    bad = gym.make(env_id, reward=cfg, info="full")
+    good = gym.make(env_id, reward=cfg, info="full")
     _, ib = bad.reset(seed=seed)
     _, ig = good.reset(seed=seed)
     rng = np.random.default_rng(seed)
@@ -175,8 +175,8 @@ def test_illegal_penalty_is_subtracted_per_illegal_step(env_id, seed):
 
 
 def test_illegal_without_penalty_rewards_like_the_fallback():
-    a = GeoPipeEnv("paper")
-    b = GeoPipeEnv("paper")
+    a = GeoPipeEnv("paper", info="full")
+    b = GeoPipeEnv("paper", info="full")
     a.reset(seed=1)
     b.reset(seed=1)
     _, ra, _, _, ia = a.step(99)

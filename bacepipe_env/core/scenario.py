@@ -12,8 +12,8 @@ from .admission import ADMISSION_RULES
 from .cluster import Cluster
 from .faults import FaultModel
 from .job import Job
-from .memory import largest_feasible_gpus, layers_per_stage, memory_floors
-from .perf import JobProfile, ProfileCache, profile_job
+from .memory import layers_per_stage
+from .perf import JobProfile, ProfileCache
 from .tariff import Tariff
 
 __all__ = ["Scenario"]
@@ -82,12 +82,17 @@ class Scenario:
             self._check_memory()
 
     @cached_property
+    def _shapes(self) -> ProfileCache:
+        """The profile cache this scenario's jobs share: the one it was built with, or its
+        own, so that jobs of one shape are profiled and checked once either way."""
+        return self.profile_cache if self.profile_cache is not None else ProfileCache()
+
+    @cached_property
     def profiles(self) -> dict[int, JobProfile]:
         """Job id -> :class:`JobProfile`, computed once per scenario (the Job Parser's work)."""
         ref = self.cluster.regions[self.cluster.largest_region].intra_bandwidth
-        if self.profile_cache is not None:
-            return {j.job_id: self.profile_cache.get(j, ref) for j in self.jobs}
-        return {j.job_id: profile_job(j, ref) for j in self.jobs}
+        get = self._shapes.get
+        return {j.job_id: get(j, ref) for j in self.jobs}
 
     @cached_property
     def memory_floors(self) -> dict[int, tuple[int, ...]]:
@@ -97,34 +102,22 @@ class Scenario:
         if self.ignore_memory:
             ones = (1,) * k
             return {j.job_id: ones for j in self.jobs}
-        mem = self.cluster.gpu_memory
-        cache = self.profile_cache
-        if cache is not None:
-            mem = tuple(mem)
-            return {j.job_id: cache.memory_floors(self.profiles[j.job_id], mem) for j in self.jobs}
-        by_shape: dict[tuple[object, ...], tuple[int, ...]] = {}  # jobs of one shape share floors
-        out = {}
-        for job in self.jobs:
-            prof = self.profiles[job.job_id]
-            key = (job.model, job.batch, job.constants)
-            floors = by_shape.get(key)
-            if floors is None:
-                floors = by_shape[key] = memory_floors(prof, mem)
-            out[job.job_id] = floors
-        return out
+        mem, floors, profiles = (
+            tuple(self.cluster.gpu_memory),
+            self._shapes.memory_floors,
+            self.profiles,
+        )
+        return {j.job_id: floors(profiles[j.job_id], mem) for j in self.jobs}
 
     def _check_memory(self) -> None:
         """Reject a job that no set of regions can ever hold in GPU memory."""
-        capacity = self.cluster.capacity
+        capacity = tuple(self.cluster.capacity)
         memory = self.cluster.gpu_memory
-        cache = self.profile_cache
+        startable = self._shapes.startable
         for job in self.jobs:
             prof = self.profiles[job.job_id]
             floors = self.memory_floors[job.job_id]
-            if cache is not None:
-                if cache.startable(floors, tuple(capacity), prof.k_star):
-                    continue
-            elif largest_feasible_gpus(floors, capacity, prof.k_star)[0]:
+            if startable(floors, capacity, prof.k_star):
                 continue
             n_layers = job.model.n_layers
             usable = sorted(

@@ -423,15 +423,21 @@ class Simulator:
         self._free_total = sum(self._free)
         self._free_view: tuple[int, ...] | None = None
         self._reserved = [[0.0] * k for _ in range(k)]
-        self._booked_links: set[tuple[int, int]] = set()  # links with a reservation > 0
+        # link -> its reservation, for the links with one > 0 (what alpha sums)
+        self._booked_links: dict[tuple[int, int], float] = {}
         self._residual = [list(row) for row in self._capacity_rows]
         self._residual_view: tuple[tuple[float, ...], ...] | None = None
+        # each residual row as a tuple, None once a reservation changed it: the view is
+        # rebuilt from the changed rows only (a start or finish touches a few of K)
+        self._row_views: list[tuple[float, ...] | None] = [None] * k
         self._alpha: float | None = 0.0
         self._link_jobs: dict[tuple[int, int], dict[int, float]] = {}
-        self._pending: list[int] = []
+        # pending job ids in submission order (a dict: O(1) membership and removal)
+        self._pending: dict[int, None] = {}
         self._pending_array: np.ndarray | None = None  # self._pending as an array, or stale
         self._tried: set[int] = set()
         self._running: dict[int, _Running] = {}
+        self._cost_rates: dict[int, float] = {}  # job id -> its run's cost_rate, as _running
         self._records: dict[int, JobRecord] = {}
         self._n_decisions = 0
         self._job_seconds = 0.0
@@ -471,7 +477,11 @@ class Simulator:
     def residual_rows(self) -> tuple[tuple[float, ...], ...]:
         """Residual bandwidth ``B - reserved`` (bytes/s) as nested tuples; row u, column v."""
         if self._residual_view is None:
-            self._residual_view = tuple(tuple(row) for row in self._residual)
+            rows = self._row_views
+            for u, row in enumerate(rows):
+                if row is None:
+                    rows[u] = tuple(self._residual[u])
+            self._residual_view = tuple(rows)  # type: ignore[arg-type]  # no None is left
         return self._residual_view
 
     @property
@@ -507,8 +517,8 @@ class Simulator:
         if self._alpha is None:
             # Eq. (11) over the booked links only: fsum is correctly rounded, so leaving out
             # the zeros gives the very same float as summing all K^2 entries, in O(booked)
-            total, reserved = self._capacity_total, self._reserved
-            booked = math.fsum(reserved[u][v] for u, v in self._booked_links)
+            total = self._capacity_total
+            booked = math.fsum(self._booked_links.values())
             self._alpha = booked / total if total > 0.0 else 0.0
         return self._alpha
 
@@ -530,7 +540,7 @@ class Simulator:
             bk.setflags(write=False)
             self._columns = (e1, bk)
         if self._pending_array is None:
-            self._pending_array = np.array(self._pending, dtype=np.intp)
+            self._pending_array = np.fromiter(self._pending, np.intp, len(self._pending))
         return self._pending_array, *self._columns
 
     def _need_array(self) -> np.ndarray:
@@ -596,11 +606,14 @@ class Simulator:
             for r, g in zip(p.path, p.gpus):
                 free[r] += g
             touched.update(p.links)
-        residual = [list(row) for row in self._residual]
+        residual: list[Any] = list(self.residual_rows)  # rows as tuples; touched ones as lists
         for u, v in touched:
+            if isinstance(residual[u], tuple):
+                residual[u] = list(residual[u])
             left = [b for j, b in self._link_jobs[(u, v)].items() if j not in done]
             residual[u][v] = self._capacity_now[u][v] - (math.fsum(left) if left else 0.0)
-        return Release(t, tuple(free), tuple(tuple(row) for row in residual))
+        rows = tuple(row if isinstance(row, tuple) else tuple(row) for row in residual)
+        return Release(t, tuple(free), rows)
 
     def placement_on(self, job_id: int, state: Release) -> Placement | None:
         """What the placement policy would offer ``job_id`` at ``state`` (``None`` if nothing,
@@ -703,6 +716,15 @@ class Simulator:
         no larger than the free GPUs, in submission order) or ``None`` when every job has
         finished. Calling it again without placing returns the same candidates.
         """
+        candidates = self._next_candidates()
+        if candidates is None or isinstance(candidates, tuple):
+            return candidates
+        return tuple(candidates.tolist())
+
+    def _next_candidates(self) -> tuple[int, ...] | np.ndarray | None:
+        """:meth:`next_decision`'s candidates, as an intp array (the same ids in the same
+        order) from ``_VECTOR_QUEUE`` pending jobs on: what :meth:`run` hands an ordering's
+        ``choose_array`` without building a tuple of the queue."""
         while True:
             free = self._free_total
             if free > 0 and len(self._tried) < len(self._pending):
@@ -712,12 +734,15 @@ class Simulator:
                     candidates = tuple(
                         j for j in self._pending if j not in tried and need[j] <= free
                     )
-                else:  # the same tuple, filtered in numpy first
+                    if candidates:
+                        return candidates
+                else:  # the same ids, filtered in numpy
                     pending = self.priority_columns()[0]
-                    fit = pending[self._need_array()[pending] <= free].tolist()
-                    candidates = tuple(j for j in fit if j not in tried) if tried else tuple(fit)
-                if candidates:
-                    return candidates
+                    fit: np.ndarray = pending[self._need_array()[pending] <= free]
+                    if tried:
+                        fit = fit[~np.isin(fit, np.fromiter(tried, np.intp, len(tried)))]
+                    if len(fit):
+                        return fit
             if not self._heap:
                 if self._pending:
                     what = "that fits in GPU memory " if self._memory else ""
@@ -774,16 +799,32 @@ class Simulator:
                 self._tried.add(job_id)
 
     def run(self, ordering: OrderingPolicy) -> RunResult:
-        """Run to the end with ``ordering`` choosing among the candidates at each decision."""
-        while (candidates := self.next_decision()) is not None:
-            job_id = ordering.choose(self, candidates)
-            if job_id not in candidates:
+        """Run to the end with ``ordering`` choosing among the candidates at each decision.
+
+        On a long queue an ordering with a ``choose_array(view, candidates)`` method (the
+        candidates as an intp array, in submission order) is asked through it instead of
+        ``choose``; it must choose as ``choose`` would (Eq. 12's ordering does, bit for bit).
+        """
+        choose_array = getattr(ordering, "choose_array", None)
+        while (candidates := self._next_candidates()) is not None:
+            if isinstance(candidates, tuple):
+                job_id = ordering.choose(self, candidates)
+                legal = job_id in candidates
+            elif choose_array is not None:
+                job_id = choose_array(self, candidates)
+                legal = isinstance(job_id, (int, np.integer)) and bool((candidates == job_id).any())
+            else:
+                candidates = tuple(candidates.tolist())
+                job_id = ordering.choose(self, candidates)
+                legal = job_id in candidates
+            if not legal:
+                shown = candidates if isinstance(candidates, tuple) else candidates.tolist()
                 raise SimulationError(
                     f"ordering policy {getattr(ordering, 'name', ordering)!r} chose job "
                     f"{job_id!r}, which is not one of the candidates "
-                    f"{choices(map(str, candidates), 60)}"
+                    f"{choices(map(str, shown), 60)}"
                 )
-            self.place(job_id)
+            self.place(int(job_id))
         return self.result(getattr(ordering, "name", type(ordering).__name__))
 
     def result(self, policy: str = "") -> RunResult:
@@ -851,18 +892,19 @@ class Simulator:
             elif kind == _FAULT:
                 self._on_fault(job_id)
             else:
-                self._pending.append(job_id)
-                self._pending_array = None
+                self._pending[job_id] = None
+                if self._pending_array is not None:  # kept, not rebuilt: O(1) numpy calls
+                    self._pending_array = np.append(self._pending_array, job_id)
             changed = True
         if changed:  # an instant where only stale events fell is no decision point
             self._tried.clear()
 
     def _accrue(self, t0: float, t1: float) -> None:
         """Cost and carbon of the running jobs over ``[t0, t1]``, where none starts or ends."""
-        running = self._running.values()
         dt = t1 - t0
         if self._flat:  # (flat carbon is summed when asked, see carbon_accrued)
-            self._cost_accrued += dt * math.fsum(r.cost_rate for r in running)
+            # fsum is correctly rounded: over the rates' dict, in C, the same float
+            self._cost_accrued += dt * math.fsum(self._cost_rates.values())
         else:  # the busy GPUs of each region, times its price's and carbon's integrals
             tariff, power = self._tariff, self._cluster.power_kw
             cost = carbon = 0.0
@@ -918,8 +960,10 @@ class Simulator:
         for u, v in p.links:
             self._link_jobs.setdefault((u, v), {})[job_id] = reserved
             self._rebook(u, v)
-        self._pending.remove(job_id)
-        self._pending_array = None
+        del self._pending[job_id]
+        arr = self._pending_array
+        if arr is not None:
+            self._pending_array = np.delete(arr, int(np.flatnonzero(arr == job_id)[0]))
         finish = self._time + execution
         price_sum = math.fsum(g * self._prices[r] for r, g in zip(p.path, p.gpus))
         power = self._cluster.power_kw
@@ -946,6 +990,7 @@ class Simulator:
             self._begin_attempt(job_id, run, prof)
         run.token = self._seq
         self._running[job_id] = run
+        self._cost_rates[job_id] = run.cost_rate
         self._push(run.finish, _COMPLETION, job_id)
 
     def _release(self, job_id: int, run: _Running) -> None:
@@ -961,6 +1006,7 @@ class Simulator:
 
     def _finish(self, job_id: int) -> None:
         run = self._running.pop(job_id)
+        del self._cost_rates[job_id]
         self._release(job_id, run)
         if self.faults is not None:
             self._finish_after_faults(job_id, run)
@@ -1042,11 +1088,12 @@ class Simulator:
             booked = capacity
         self._reserved[u][v] = booked
         if booked:
-            self._booked_links.add((u, v))
+            self._booked_links[u, v] = booked
         else:
-            self._booked_links.discard((u, v))
+            self._booked_links.pop((u, v), None)
         self._residual[u][v] = capacity - booked
         self._residual_view = None
+        self._row_views[u] = None
         self._alpha = None
 
     # ------------------------------------------------------------------ faults (SPEC 11)
@@ -1168,15 +1215,17 @@ class Simulator:
     def _interrupt(self, job_id: int, outcome: str) -> None:
         """End a running attempt now; the job keeps its last checkpoint and waits again."""
         run = self._running.pop(job_id)
+        del self._cost_rates[job_id]
         self._release(job_id, run)
         self._close_attempt(job_id, run, self._time, outcome)
         job = self._jobs[job_id]
         key = (job.submit_time, job_id)
-        pending, jobs = self._pending, self._jobs
+        pending, jobs = list(self._pending), self._jobs
         i = len(pending)
         while i and (jobs[pending[i - 1]].submit_time, pending[i - 1]) > key:
             i -= 1
         pending.insert(i, job_id)  # back in submission order
+        self._pending = dict.fromkeys(pending)
         self._pending_array = None
 
     def _energy(self, run: _Running, t0: float, t1: float) -> tuple[float, float]:

@@ -142,6 +142,8 @@ class ObservationEncoder:
 
     k: int  # the episode's regions
     capacity: np.ndarray  # (k,) GPUs, float64
+    capacity_list: list[float]  # the same as Python floats
+    running_log_scale: np.ndarray  # (3, 1) divisors of the ``running`` array's log columns
     total_gpus: float
     regions_static: np.ndarray  # (max_regions, 5): every column but free_frac
     bandwidth_static: np.ndarray  # (2, max_regions, max_regions): the capacity layer
@@ -185,6 +187,9 @@ class ObservationEncoder:
             k, kk = cl.n_regions, self.max_regions
             self.k = k
             self.capacity = np.array(cl.capacity, dtype=np.float64)
+            self.capacity_list = [float(c) for c in cl.capacity]
+            # the running array's log columns' divisors: log10(1 + jobs) / 2, hours / lh
+            self.running_log_scale = np.array([[2.0], [sc.log_hours], [sc.log_hours]])
             self.total_gpus = float(cl.total_gpus)
             regions = np.zeros((kk, len(REGION_COLUMNS)), dtype=np.float32)
             regions[:k, 0] = 1.0
@@ -389,15 +394,24 @@ def _running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np
                 first[r], first_gpus[r] = left, float(g)
             elif left == first[r]:
                 first_gpus[r] += g
-    jobs_a, held_a, first_a = np.array(jobs), np.array(held), np.array(first)
+    # one log10 over the three log columns (numpy's, as the arrays always used); the divisions
+    # are correctly rounded, so Python's equal numpy's
+    cap = enc.capacity_list
+    logs = np.empty((3, k))
+    for r in range(k):
+        if held[r] > 0:
+            logs[0, r], logs[1, r], logs[2, r] = jobs[r], first[r] / h, gpu_rem[r] / held[r] / h
+        else:
+            logs[0, r], logs[1, r], logs[2, r] = jobs[r], 0.0, 0.0
+    logs += 1.0
+    np.log10(logs, out=logs)
+    logs /= enc.running_log_scale
     per_region = np.zeros((enc.max_regions, len(RUNNING_COLUMNS)), dtype=np.float32)
-    busy = held_a > 0
-    per_region[:k, 0] = np.log10(1.0 + jobs_a) / 2.0
-    per_region[:k, 1] = held_a / enc.capacity
-    per_region[:k, 2] = np.where(busy, np.log10(1.0 + np.where(busy, first_a, 0.0) / h) / lh, 0.0)
-    per_region[:k, 3] = np.array(first_gpus) / enc.capacity
-    mean_rem = np.divide(np.array(gpu_rem), held_a, out=np.zeros(k), where=busy)
-    per_region[:k, 4] = np.log10(1.0 + mean_rem / h) / lh
+    per_region[:k, 0] = logs[0]
+    per_region[:k, 1] = [held[r] / cap[r] for r in range(k)]
+    per_region[:k, 2] = logs[1]
+    per_region[:k, 3] = [first_gpus[r] / cap[r] for r in range(k)]
+    per_region[:k, 4] = logs[2]
     total = enc.total_gpus
     overall = np.zeros(len(RELEASE_COLUMNS), dtype=np.float32)
     if all_gpus > 0:

@@ -10,7 +10,7 @@ import numpy as np
 from ..core.perf import JobProfile
 from ..core.placement import Placement
 from ..core.simulator import SchedulerView
-from ..core.snapshot import QueueSnapshot
+from ..core.snapshot import VECTOR_MAXIMA_FROM, QueueSnapshot, pending_maxima
 from ..scheduling.pathfinder import pathfinder_unchecked
 from ..scheduling.priority import priority_scores_unchecked
 from .base import Ordering, Policy
@@ -68,17 +68,30 @@ class PriorityOrdering(Ordering):
     def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
         """Eq. (12)'s choice among ``candidates``; vectorised over a long queue."""
         columns = getattr(view, "priority_columns", None)
-        if columns is None or len(candidates) < self.vector_from:
+        if columns is None or (
+            len(candidates) < self.vector_from and len(columns()[0]) < VECTOR_MAXIMA_FROM
+        ):  # a short list on a short queue: the snapshot is cheaper
             return super().choose(view, candidates)
-        pending, e1, bk = columns()
-        e_max = max(float(e1[pending].max()), 0.0)  # Eqs. (9)-(10) normalise over the queue
-        b_max = max(float(bk[pending].max()), 0.0)
         c = np.fromiter(candidates, dtype=np.intp, count=len(candidates))
+        return candidates[self._best(view, c)]
+
+    def choose_array(self, view: SchedulerView, candidates: np.ndarray) -> int:
+        """:meth:`choose` on the candidates as an intp array (what
+        :meth:`~bacepipe_env.core.simulator.Simulator.run` passes on a long queue), without
+        a tuple of them; a subclass that overrides ``choose`` is asked through it."""
+        if type(self).choose is not PriorityOrdering.choose:
+            return self.choose(view, tuple(candidates.tolist()))
+        return int(candidates[self._best(view, candidates)])
+
+    def _best(self, view: SchedulerView, c: np.ndarray) -> int:
+        """The index of the first maximum of Eq. (12) over the candidates ``c``."""
+        _, e1, bk = view.priority_columns()  # type: ignore[attr-defined]
+        e_max, b_max = pending_maxima(view)  # Eqs. (9)-(10) normalise over the queue
         alpha = view.network_utilization
         intensity = e1[c] / e_max if e_max > 0.0 else np.zeros(len(c))  # Eq. (9)
         sensitivity = bk[c] / b_max if b_max > 0.0 else np.zeros(len(c))  # Eq. (10)
         scores = (1.0 - alpha) * (1.0 - intensity) + alpha * (1.0 - sensitivity)  # Eq. (12)
-        return candidates[int(np.argmax(scores))]  # the first maximum, as pick's loop
+        return int(np.argmax(scores))  # the first maximum, as pick's loop
 
     def pick(self, queue: QueueSnapshot, legal: Sequence[int]) -> int:
         """The legal slot with the highest Eq. (12) score (the first of equals)."""

@@ -41,6 +41,8 @@ def synthetic_scenario(
     *,
     seed: int = 0,
     arrival_rate_per_h: float | None = None,
+    arrivals: str | None = None,
+    load: float | None = None,
     gpu_choices: tuple[int, ...] = _GPU_CHOICES,
     price_range: tuple[float, float] = (0.08, 0.35),
     bandwidth_range_gbps: tuple[float, float] = (25.0, 100.0),
@@ -51,7 +53,10 @@ def synthetic_scenario(
     ($/kWh; the paper cites $0.08-0.35), per-region bandwidth uniformly from
     ``bandwidth_range_gbps`` (AWS EC2 G4's 25-100 Gbps) with ``B[i, j] = (B_i + B_j) / 2``.
     Jobs cycle the Table III models on random datasets; all arrive at t = 0 unless
-    ``arrival_rate_per_h`` gives a Poisson arrival rate.
+    ``arrival_rate_per_h`` gives a Poisson arrival rate, or ``arrivals`` names a workload
+    arrival process (``"philly"``: the Philly trace's inter-arrival gaps, SPEC 12) at
+    ``arrival_rate_per_h`` or at the offered ``load`` (the rate that keeps that fraction of the
+    GPUs busy).
     """
     n_regions = require_int("n_regions", n_regions, minimum=1)
     n_jobs = require_int("n_jobs", n_jobs, minimum=1)
@@ -66,8 +71,12 @@ def synthetic_scenario(
     bws = np.round(rng.uniform(lo_b, hi_b, size=n_regions), 1)
     paper = load_scenario_spec("paper")
     workload: dict[str, Any] = {"n_jobs": n_jobs, "models": "cycle", "datasets": "random"}
+    if arrivals is not None:
+        workload["arrivals"] = arrivals
     if arrival_rate_per_h is not None:
         workload["arrival_rate_per_h"] = arrival_rate_per_h
+    if load is not None:
+        workload["load"] = load
     spec = {
         "name": f"synthetic-{n_regions}r-{n_jobs}j",
         "description": f"{n_regions} random regions, {n_jobs} jobs (seed {seed})",

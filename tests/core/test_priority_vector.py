@@ -88,3 +88,66 @@ def test_priority_columns_follow_the_pending_queue() -> None:
     assert sim.priority_columns()[0].tolist() == list(sim.pending)
     with pytest.raises(ValueError):
         e1[1] = 0.0  # read-only
+
+
+def _long_queue() -> Scenario:
+    return synthetic_scenario(64, 400, seed=1, arrival_rate_per_h=4.0)
+
+
+def test_choose_array_agrees_with_choose_and_the_snapshot_at_every_decision() -> None:
+    """Along a run with a queue of hundreds: the array entry point ``run`` uses, the tuple
+    entry point and the snapshot-based ``Ordering.choose`` (Python maxima) choose alike."""
+    import numpy as np
+
+    from bacepipe_env.core.simulator import Simulator
+    from bacepipe_env.policies.bace_pipe import PathfinderPlacement
+    from bacepipe_env.policies.base import Ordering
+
+    sim = Simulator(_long_queue(), PathfinderPlacement())
+    ordering = PriorityOrdering()
+    longest = 0
+    while (candidates := sim.next_decision()) is not None:
+        longest = max(longest, len(sim.pending))
+        c = np.array(candidates, dtype=np.intp)
+        chosen = ordering.choose_array(sim, c)
+        assert (
+            chosen == ordering.choose(sim, candidates) == Ordering.choose(ordering, sim, candidates)
+        )
+        sim.place(chosen)
+    assert longest >= 100  # the numpy paths were taken
+
+
+def test_run_asks_an_overriding_subclass_through_its_choose() -> None:
+    """A subclass that overrides ``choose`` inherits ``choose_array``, which defers to it: a run
+    equals the run of a plain ordering object with the same ``choose`` (and no array path)."""
+    from bacepipe_env.policies.bace_pipe import PathfinderPlacement
+    from bacepipe_env.policies.base import FCFSOrdering, Policy
+
+    class Latest(PriorityOrdering):
+        name = "latest"
+
+        def choose(self, view, candidates):  # type: ignore[no-untyped-def]
+            return candidates[-1]
+
+    class LatestFcfs(FCFSOrdering):
+        name = "latest"
+
+        def choose(self, view, candidates):  # type: ignore[no-untyped-def]
+            return candidates[-1]
+
+    class Plain:
+        name = "latest"
+
+        def choose(self, view, candidates):  # type: ignore[no-untyped-def]
+            return candidates[-1]
+
+    scenario = _long_queue()
+
+    def records(ordering: object) -> tuple[object, ...]:
+        result = Policy("latest", ordering, PathfinderPlacement()).simulate(scenario)  # type: ignore[arg-type]
+        return tuple(dataclasses.astuple(r) for r in result.records)
+
+    plain = records(Plain())
+    assert records(Latest()) == plain
+    assert records(LatestFcfs()) == plain
+    assert records(FCFSOrdering()) != plain  # the override mattered

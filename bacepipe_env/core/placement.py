@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 __all__ = ["Placement"]
 
@@ -20,9 +21,9 @@ class Placement:
         """Build from a path and a region -> GPU-count mapping (the pure functions' form)."""
         return cls(tuple(int(r) for r in path), tuple(int(allocation[r]) for r in path))
 
-    @property
+    @cached_property
     def n_gpus(self) -> int:
-        """L, the pipeline size."""
+        """L, the pipeline size (computed once per placement)."""
         return sum(self.gpus)
 
     @property
@@ -30,9 +31,10 @@ class Placement:
         """Region index -> GPU count."""
         return dict(zip(self.path, self.gpus))
 
-    @property
+    @cached_property
     def links(self) -> tuple[tuple[int, int], ...]:
-        """The directed cross-region links u -> v the pipeline crosses, in order."""
+        """The directed cross-region links u -> v the pipeline crosses, in order (computed
+        once per placement)."""
         return tuple(zip(self.path[:-1], self.path[1:]))
 
     def describe(self, names: Sequence[str]) -> str:

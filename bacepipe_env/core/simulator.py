@@ -527,6 +527,11 @@ class Simulator:
         """Job ids waiting to start, in submission order."""
         return tuple(self._pending)
 
+    @property
+    def n_pending(self) -> int:
+        """How many jobs wait to start (``len(pending)`` without the tuple)."""
+        return len(self._pending)
+
     def priority_columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(pending, e1, bkstar)``: the pending job ids as an array, in submission order,
         and E(1) and b(K*) of every job indexed by job id (read-only; the last two built once
@@ -962,8 +967,11 @@ class Simulator:
             self._rebook(u, v)
         del self._pending[job_id]
         arr = self._pending_array
-        if arr is not None:
-            self._pending_array = np.delete(arr, int(np.flatnonzero(arr == job_id)[0]))
+        if arr is not None:  # kept on a long queue, dropped on a short one (cheaper to rebuild)
+            if len(self._pending) < _VECTOR_QUEUE:
+                self._pending_array = None
+            else:
+                self._pending_array = np.delete(arr, int(np.flatnonzero(arr == job_id)[0]))
         finish = self._time + execution
         price_sum = math.fsum(g * self._prices[r] for r, g in zip(p.path, p.gpus))
         power = self._cluster.power_kw

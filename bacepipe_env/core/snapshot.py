@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .simulator import SchedulerView
 
-__all__ = ["VECTOR_MAXIMA_FROM", "QueueSnapshot", "pending_maxima"]
+__all__ = ["VECTOR_MAXIMA_FROM", "QueueSnapshot", "pending_count", "pending_maxima"]
 
 
 @dataclass(frozen=True)
@@ -64,10 +64,9 @@ def pending_maxima(view: SchedulerView) -> tuple[float, float]:
     Eqs. (9)-(10). On a long queue of a view with ``priority_columns`` (the simulator), with
     numpy; a maximum is exact either way, so both give the same floats."""
     columns = getattr(view, "priority_columns", None)
-    if columns is not None:
+    if columns is not None and pending_count(view) >= VECTOR_MAXIMA_FROM:
         pending, e1, bk = columns()
-        if len(pending) >= VECTOR_MAXIMA_FROM:
-            return max(float(e1[pending].max()), 0.0), max(float(bk[pending].max()), 0.0)
+        return max(float(e1[pending].max()), 0.0), max(float(bk[pending].max()), 0.0)
     e_max = b_max = 0.0
     for j in view.pending:
         p = view.profile(j)
@@ -76,3 +75,10 @@ def pending_maxima(view: SchedulerView) -> tuple[float, float]:
         if p.min_bandwidth_kstar > b_max:
             b_max = p.min_bandwidth_kstar
     return e_max, b_max
+
+
+def pending_count(view: SchedulerView) -> int:
+    """How many jobs are pending on ``view`` (the simulator's ``n_pending``, else
+    ``len(view.pending)``)."""
+    n = getattr(view, "n_pending", None)
+    return len(view.pending) if n is None else int(n)

@@ -10,7 +10,7 @@ import numpy as np
 from ..core.perf import JobProfile
 from ..core.placement import Placement
 from ..core.simulator import SchedulerView
-from ..core.snapshot import VECTOR_MAXIMA_FROM, QueueSnapshot, pending_maxima
+from ..core.snapshot import VECTOR_MAXIMA_FROM, QueueSnapshot, pending_count, pending_maxima
 from ..scheduling.pathfinder import pathfinder_unchecked
 from ..scheduling.priority import priority_scores_unchecked
 from .base import Ordering, Policy
@@ -68,10 +68,22 @@ class PriorityOrdering(Ordering):
     def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
         """Eq. (12)'s choice among ``candidates``; vectorised over a long queue."""
         columns = getattr(view, "priority_columns", None)
-        if columns is None or (
-            len(candidates) < self.vector_from and len(columns()[0]) < VECTOR_MAXIMA_FROM
-        ):  # a short list on a short queue: the snapshot is cheaper
+        if columns is None:
             return super().choose(view, candidates)
+        if len(candidates) < self.vector_from and pending_count(view) < VECTOR_MAXIMA_FROM:
+            # a short list on a short queue: pick's arithmetic on the profiles, no snapshot
+            if len(candidates) == 1:
+                return candidates[0]
+            profile = view.profile
+            e_max, b_max = pending_maxima(view)
+            e1 = [e_max, *(profile(j).single_gpu_exec for j in candidates)]
+            b = [b_max, *(profile(j).min_bandwidth_kstar for j in candidates)]
+            scores = priority_scores_unchecked(e1, b, view.network_utilization)
+            best, best_score = candidates[0], -float("inf")
+            for j, score in zip(candidates, scores[1:]):  # the first maximum, as pick's loop
+                if score > best_score:
+                    best, best_score = j, score
+            return best
         c = np.fromiter(candidates, dtype=np.intp, count=len(candidates))
         return candidates[self._best(view, c)]
 

@@ -16,12 +16,15 @@ measured in the same run: one env as ``gym.make`` gives it, ``gym.make_vec`` of 
 and SB3's ``DummyVecEnv`` of 8 (issue 14's target: at least 0.15 everywhere).
 
 Run: ``python benchmarks/bench_env.py [--seconds S] [--repeats R] [--episodes E]
-[--profile]`` (``--profile`` prints cProfile's top functions of one 1,000-job episode).
+[--profile] [--phases]`` (``--profile`` prints cProfile's top functions of one 1,000-job
+episode; ``--phases`` prints only where a step's time goes, per id: its phases and each
+observation array, in microseconds per step).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import os
 import platform
@@ -167,6 +170,61 @@ def versus_cartpole(seconds: float) -> None:
         print(f"{env_id:34s} " + "  ".join(cells))
 
 
+class _Timed:
+    """Calls ``inner`` and adds the wall time to ``acc[label]``; other attributes pass
+    through (so a wrapped previewer still serves the ``wait_preview`` memo)."""
+
+    def __init__(self, inner: Any, label: str, acc: collections.Counter[str]) -> None:
+        self._inner, self._label, self._acc = inner, label, acc
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        out = self._inner(*args, **kwargs)
+        self._acc[self._label] += time.perf_counter() - t0
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def phases(env_id: str, steps: int = 20_000, seed: int = 0) -> None:
+    """Microseconds per step (resets included, counted as their own phase) of ``env_id``'s
+    parts, random masked actions: the whole step, the next decision (simulator and
+    previews), the placement previews alone, the observation and each of its arrays, and
+    ``info``. Instance attributes wrap the env's own parts; nothing global is patched."""
+    acc: collections.Counter[str] = collections.Counter()
+    env = gym.make(env_id)
+    base = env.unwrapped
+    base._next_decision = _Timed(base._next_decision, "next decision", acc)
+    base._observe = _Timed(base._observe, "observation", acc)
+    base._info = _Timed(base._info, "info", acc)
+    base.previewer = _Timed(base.previewer, "  previews", acc)
+    enc = base.encoder
+    enc._encoders = tuple((n, _Timed(f, f"  obs {n}", acc)) for n, f in enc._encoders)
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    for _ in range(2000):  # warm-up: the memos and the imports
+        _, _, terminated, truncated, info = env.step(_legal(rng, info["action_mask"]))
+        if terminated or truncated:
+            _, info = env.reset()
+    acc.clear()
+    reset_s = 0.0
+    start = time.perf_counter()
+    for _ in range(steps):
+        _, _, terminated, truncated, info = env.step(_legal(rng, info["action_mask"]))
+        if terminated or truncated:
+            t0 = time.perf_counter()
+            _, info = env.reset()
+            reset_s += time.perf_counter() - t0
+    total = time.perf_counter() - start
+    print(f"\n{env_id}: {total / steps * 1e6:.1f} us per step, {steps:,} steps")
+    print(f"  {'reset (its decision and observation too)':42s} {reset_s / steps * 1e6:7.1f}")
+    order = ["next decision", "  previews", "observation"]
+    order += sorted(k for k in acc if k.startswith("  obs"))
+    for label in [*order, "info"]:
+        print(f"  {label:42s} {acc[label] / steps * 1e6:7.1f}")
+
+
 def main() -> None:
     """Print steps/s for every registered id, with and without placement previews, then the
     1,000-job Online episode's CPU time beside CartPole-v1's, then every id's steps/s beside
@@ -176,9 +234,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--episodes", type=int, default=5, help="1,000-job Online episodes")
     parser.add_argument("--profile", action="store_true", help="cProfile one Online episode")
+    parser.add_argument("--phases", action="store_true", help="only where a step's time goes")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    if args.phases:
+        for env_id in IDS:
+            phases(env_id)
+        return
     print(
         f"Python {platform.python_version()} on {platform.machine()}, one core, "
         f"random masked actions, {args.repeats} x {args.seconds:g} s"

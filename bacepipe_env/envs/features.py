@@ -150,6 +150,8 @@ class ObservationEncoder:
     bandwidth_rows: object  # the residual rows the cached layer was made from
     bandwidth_obs: np.ndarray  # (2, max_regions, max_regions), the cached array
     job_static: dict[int, tuple[float, float, float]]  # job id -> queue columns 3-5
+    job_row: dict[int, int]  # job id -> its row of job_table
+    job_table: np.ndarray  # (jobs, 6) float64: E(1), b(K*), queue columns 3-5, K*
     k_star: dict[int, int]  # job id -> K*
     grid_hour: Any  # the tariff hour (and active price changes) grid_obs holds; None: not yet
     grid_obs: np.ndarray  # (max_regions, 2), the cached ``grid`` array
@@ -211,7 +213,7 @@ class ObservationEncoder:
         self.bandwidth_rows = None
         self.bandwidth_obs = self.bandwidth_static
         lg, lh = sc.log_gbps, sc.log_hours
-        self.job_static, self.k_star = {}, {}
+        self.job_static, self.k_star, self.job_row = {}, {}, {}
         for j, p in scenario.profiles.items():  # they never change during an episode
             self.job_static[j] = (
                 math.log10(1.0 + p.single_gpu_exec / SECONDS_PER_HOUR) / lh,
@@ -219,6 +221,17 @@ class ObservationEncoder:
                 p.k_star / sc.gpus,
             )
             self.k_star[j] = p.k_star
+            self.job_row[j] = len(self.job_row)
+        # the same per job as float64 arrays, row job_row[j]: E(1), b(K*), then the static
+        # queue columns 3-5, then K* (what the queue array gathers with numpy)
+        profiles = scenario.profiles
+        self.job_table = np.array(
+            [
+                (p.single_gpu_exec, p.min_bandwidth_kstar, *self.job_static[j], p.k_star)
+                for j, p in profiles.items()
+            ],
+            dtype=np.float64,
+        ).reshape(len(profiles), 6)
         self.grid_hour = None  # a new episode: a new tariff, maybe a new start hour
         self.down_key, self.down_obs = None, self.no_outage
         self.links_key, self.links_obs = None, self.healthy_links
@@ -257,35 +270,37 @@ def _bandwidth(enc: ObservationEncoder, d: Decision) -> np.ndarray:
 def _queue(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     q, sc, log10, h = d.queue, enc.scales, math.log10, SECONDS_PER_HOUR
     out = np.zeros((enc.max_queue, len(QUEUE_COLUMNS)), dtype=np.float32)
+    ids = q.job_ids
+    n = len(ids)
+    if not n:
+        return out
     e_max, b_max = q.pending_e1_max, q.pending_bkstar_max
-    now, lh, static, k_star = q.time, sc.log_hours, enc.job_static, enc.k_star
-    kk, price = enc.max_regions, sc.price
-    e1, bk, submit = q.single_gpu_exec, q.min_bandwidth_kstar, q.submit_time
-    rows = []
-    for i, (job, pv) in enumerate(zip(q.job_ids, d.previews)):
-        wait = log10(1.0 + (now - submit[i]) / h) / lh
-        if pv is None:
-            preview: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
-        else:
+    now, lh, kk, price = q.time, sc.log_hours, enc.max_regions, sc.price
+    # column by column, gathered with numpy from the per-job table: every division is IEEE's
+    # either way, so the float64 values (and their float32 casts) are the row-by-row ones
+    row = enc.job_row
+    table = enc.job_table[[row[j] for j in ids]]
+    out[:n, 0] = 1.0
+    if e_max > 0:
+        out[:n, 1] = table[:, 0] / e_max  # Eq. (9)
+    if b_max > 0:
+        out[:n, 2] = table[:, 1] / b_max  # Eq. (10)
+    out[:n, 3:6] = table[:, 2:5]
+    out[:n, 6] = [log10(1.0 + (now - t) / h) / lh for t in q.submit_time]  # math's log10
+    slots, gpus, hops, logs, prices = [], [], [], [], []
+    for i, pv in enumerate(d.previews):
+        if pv is not None:  # a job with no placement now keeps zeros
             pl = pv.placement
-            preview = (
-                pl.n_gpus / k_star[job],
-                len(pl.path) / kk,
-                log10(1.0 + pv.execution / h) / lh,
-                pv.avg_price / price,
-            )
-        rows.append(
-            (
-                1.0,
-                e1[i] / e_max if e_max > 0 else 0.0,  # Eq. (9)
-                bk[i] / b_max if b_max > 0 else 0.0,  # Eq. (10)
-                *static[job],
-                wait,
-                *preview,
-            )
-        )
-    if rows:
-        out[: len(rows)] = rows
+            slots.append(i)
+            gpus.append(pl.n_gpus)
+            hops.append(len(pl.path))
+            logs.append(log10(1.0 + pv.execution / h) / lh)
+            prices.append(pv.avg_price)
+    if slots:
+        out[slots, 7] = np.array(gpus, dtype=np.float64) / table[slots, 5]
+        out[slots, 8] = np.array(hops, dtype=np.float64) / kk
+        out[slots, 9] = logs
+        out[slots, 10] = np.array(prices, dtype=np.float64) / price
     return out
 
 
@@ -438,6 +453,7 @@ def _wait_preview(enc: ObservationEncoder, d: Decision) -> np.ndarray:
         waits = partial(finish_after_release, sim, release=release)
     else:
         waits = d.previewer.waits(sim, release)
+    slots, rows = [], []
     for i, (job, pv) in enumerate(zip(q.job_ids, d.previews)):
         waited = waits(job)
         if waited is None:
@@ -447,7 +463,10 @@ def _wait_preview(enc: ObservationEncoder, d: Decision) -> np.ndarray:
         share = 0.0
         if pv is not None:  # < 1/2: waiting finishes sooner than starting now
             share = left / (left + pv.execution)
-        out[i] = (later.n_gpus / k_star[job], log10(1.0 + left / h) / lh, share)
+        slots.append(i)
+        rows.append((later.n_gpus / k_star[job], log10(1.0 + left / h) / lh, share))
+    if rows:
+        out[slots] = rows
     return out
 
 

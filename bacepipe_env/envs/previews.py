@@ -51,9 +51,9 @@ class PlacementPreviewer:
         self.placement = placement
         self.pure = placement.pure  # checked by make_placement
         self.memo_size = memo_size
-        # (hash of (cluster, free, residual), job shape) -> (that state, (placement, t_iter,
+        # (hash of (cluster, free, residual), job shape id) -> (that state, (placement, t_iter,
         # $/kWh, fits in memory)); a hit is checked against the stored state, so a hash
-        # collision is harmless.
+        # collision is harmless. A shape id is a small int naming one job shape (cheap to hash).
         self._memo: OrderedDict[tuple[object, ...], tuple[object, _Answer]]
         self._memo = OrderedDict()
         # the same for the state after the next release: (hash, shape) -> (state, (placement,
@@ -61,6 +61,8 @@ class PlacementPreviewer:
         self._after: OrderedDict[tuple[object, ...], tuple[object, tuple[Placement, float] | None]]
         self._after = OrderedDict()
         self._shapes: dict[int, tuple[object, ...]] = {}  # job id -> its shape, this scenario
+        self._sids: dict[int, int] = {}  # job id -> its shape's id, this scenario
+        self._shape_ids: dict[tuple[object, ...], int] = {}  # shape -> id, this cluster's memos
         self._scenario: object = None
         self._cluster: object = None  # the cluster the memos' answers are for
 
@@ -72,11 +74,24 @@ class PlacementPreviewer:
         self._memo.clear()
         self._after.clear()
 
+    def _new_scenario(self, sim: Simulator) -> None:
+        if sim.scenario is not self._scenario:
+            self._scenario, self._shapes, self._sids = sim.scenario, {}, {}
+
+    def shape_id(self, sim: Simulator, job: int) -> int:
+        """A small int naming :meth:`shape` of ``job`` (the same for every job of that shape
+        until the cluster changes): what the memos are keyed on."""
+        self._new_scenario(sim)
+        sid = self._sids.get(job)
+        if sid is None:
+            ids = self._shape_ids
+            sid = self._sids[job] = ids.setdefault(self.shape(sim, job), len(ids))
+        return sid
+
     def shape(self, sim: Simulator, job: int) -> tuple[object, ...]:
         """What the placement of ``job`` depends on besides the state (remembered per
         scenario): jobs of one shape get the same placement on the same state."""
-        if sim.scenario is not self._scenario:
-            self._scenario, self._shapes = sim.scenario, {}
+        self._new_scenario(sim)
         shape = self._shapes.get(job)
         if shape is None:
             p = sim.profile(job)
@@ -106,18 +121,27 @@ class PlacementPreviewer:
         state = (sim.cluster, release.free, release.residual, caps)
         state_hash = hash(state)
         at = release.time
+        local: dict[int, tuple[Placement, float] | None] = {}  # shape id -> answer, here
+        self._new_scenario(sim)
+        sids, shape_id = self._sids, self.shape_id
 
         def waited(job: int) -> Waited | None:
-            key = (state_hash, self.shape(sim, job))
-            hit = memo.get(key)
-            if hit is not None and hit[0] == state:
-                got = hit[1]
+            sid = sids.get(job)
+            if sid is None:
+                sid = shape_id(sim, job)
+            if sid in local:
+                got = local[sid]
             else:
-                later = sim.placement_on(job, release)
-                got = None if later is None else (later, sim.iteration_time(job, later))
-                memo[key] = (state, got)
-                if len(memo) > self.memo_size:
-                    memo.popitem(last=False)  # first in, first out
+                hit = memo.get((state_hash, sid))
+                if hit is not None and hit[0] == state:
+                    got = hit[1]
+                else:
+                    later = sim.placement_on(job, release)
+                    got = None if later is None else (later, sim.iteration_time(job, later))
+                    memo[state_hash, sid] = (state, got)
+                    if len(memo) > self.memo_size:
+                        memo.popitem(last=False)  # first in, first out
+                local[sid] = got
             if got is None:
                 return None
             return at + sim.profile(job).iterations * got[1], got[0]
@@ -131,6 +155,8 @@ class PlacementPreviewer:
             self._cluster = sim.cluster
             self._memo.clear()
             self._after.clear()
+            # a new cluster has new floors (new shapes): start the ids afresh
+            self._shape_ids, self._scenario = {}, None
 
     def __call__(self, sim: Simulator, window: Sequence[int]) -> list[Preview | None]:
         """Per job of ``window``: its preview, or ``None`` if its placement could not start."""
@@ -141,36 +167,38 @@ class PlacementPreviewer:
         state = (sim.cluster, sim.free_gpus, sim.residual_rows)
         state_hash = hash(state)  # hashed once per decision, not once per job
         prices = sim.cluster.prices
-        if sim.scenario is not self._scenario:
-            self._scenario, self._shapes = sim.scenario, {}
-        shapes, profile, fits = self._shapes, sim.profile, sim.fits
+        self._new_scenario(sim)
+        sids, shape_id, profile, fits = self._sids, self.shape_id, sim.profile, sim.fits
+        local: dict[int, _Answer] = {}  # shape id -> answer, at this decision
         out: list[Preview | None] = []
-        same: object = state
         for job in window:
             p = profile(job)
-            shape = shapes.get(job) or self.shape(sim, job)
-            hit = memo.get((state_hash, shape))
-            got = None
-            if hit is not None and (hit[0] is same or hit[0] == state):
-                same, got = hit[0], hit[1]  # later hits on that stored state skip the compare
+            sid = sids.get(job)
+            if sid is None:
+                sid = shape_id(sim, job)
+            got = local.get(sid)
             if got is None:
-                pl = self.placement.place(sim, job) or _EMPTY
-                t_iter = avg_price = 0.0
-                if pl.path:
-                    t_iter = preview_iteration_time(p, sim.cluster, pl.path, pl.gpus)  # Eq. (1)
-                    avg_price = sum(g * prices[r] for r, g in zip(pl.path, pl.gpus))
-                    avg_price /= pl.n_gpus
-                # whether it fits in memory depends on the shape's floors and pl alone
-                got = (pl, t_iter, avg_price, bool(pl.path) and fits(job, pl))
-                memo[state_hash, shape] = (state, got)
-                if len(memo) > self.memo_size:
-                    memo.popitem(last=False)  # first in, first out
-            pl = got[0]
+                hit = memo.get((state_hash, sid))
+                if hit is not None and (hit[0] is state or hit[0] == state):
+                    got = hit[1]
+                else:
+                    pl = self.placement.place(sim, job) or _EMPTY
+                    t_iter = avg_price = 0.0
+                    if pl.path:
+                        t_iter = preview_iteration_time(p, sim.cluster, pl.path, pl.gpus)  # (1)
+                        avg_price = sum(g * prices[r] for r, g in zip(pl.path, pl.gpus))
+                        avg_price /= pl.n_gpus
+                    # whether it fits in memory depends on the shape's floors and pl alone
+                    got = (pl, t_iter, avg_price, bool(pl.path) and fits(job, pl))
+                    memo[state_hash, sid] = (state, got)
+                    if len(memo) > self.memo_size:
+                        memo.popitem(last=False)  # first in, first out
+                local[sid] = got
             # Admission is not applied here: it decides when the chosen job is placed, as in
             # the simulator's pass (a declined job then waits for the next event).
             if got[3]:
                 # Eq. (2): E = I * t_iter; tuple.__new__ is NamedTuple's constructor, minus a call
-                out.append(_new(Preview, (pl, got[1] * p.iterations, got[2])))
+                out.append(_new(Preview, (got[0], got[1] * p.iterations, got[2])))
             else:
                 out.append(None)
         return out

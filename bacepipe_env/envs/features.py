@@ -448,21 +448,20 @@ def _running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np
     # one log10 over the three log columns (numpy's, as the arrays always used); the divisions
     # are correctly rounded, so Python's equal numpy's
     cap = enc.capacity_list
-    logs = np.empty((3, k))
-    for r in range(k):
-        if held[r] > 0:
-            logs[0, r], logs[1, r], logs[2, r] = jobs[r], first[r] / h, gpu_rem[r] / held[r] / h
-        else:
-            logs[0, r], logs[1, r], logs[2, r] = jobs[r], 0.0, 0.0
+    busy = [held[r] > 0 for r in range(k)]
+    logs = np.array(
+        (
+            jobs,
+            [first[r] / h if busy[r] else 0.0 for r in range(k)],
+            [gpu_rem[r] / held[r] / h if busy[r] else 0.0 for r in range(k)],
+        )
+    )
     logs += 1.0
     np.log10(logs, out=logs)
     logs /= enc.running_log_scale
     per_region = np.zeros((enc.max_regions, len(RUNNING_COLUMNS)), dtype=np.float32)
-    per_region[:k, 0] = logs[0]
-    per_region[:k, 1] = [held[r] / cap[r] for r in range(k)]
-    per_region[:k, 2] = logs[1]
-    per_region[:k, 3] = [first_gpus[r] / cap[r] for r in range(k)]
-    per_region[:k, 4] = logs[2]
+    per_region[:k, 0::2] = logs.T  # log_jobs, log_next_release_hours, log_mean_remaining_hours
+    per_region[:k, 1::2] = [(held[r] / cap[r], first_gpus[r] / cap[r]) for r in range(k)]
     total = enc.total_gpus
     overall = np.zeros(len(RELEASE_COLUMNS), dtype=np.float32)
     if all_gpus > 0:

@@ -13,6 +13,12 @@ value, not per-example state.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
 import numpy as np
 import pytest
 from hypothesis import strategies as st
@@ -124,3 +130,27 @@ def tensorboard_plugin():  # type: ignore[no-untyped-def]
     """:func:`_tensorboard_plugin`, shared by the experiments' and the training's TensorBoard
     tests: ``tensorboard_plugin(logdir, "hparams", "/session_groups")``."""
     return _tensorboard_plugin
+
+
+_BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="session")
+def benchmark_module() -> Callable[[str], ModuleType]:
+    """``load(name)``: the script ``benchmarks/<name>.py`` imported as a module (once per
+    session), for the tests that check what the benchmark scripts compute."""
+    loaded: dict[str, ModuleType] = {}
+
+    def load(name: str) -> ModuleType:
+        if name not in loaded:
+            spec = importlib.util.spec_from_file_location(
+                f"bacepipe_{name}", _BENCHMARKS / f"{name}.py"
+            )
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module  # dataclasses and pickling look modules up here
+            spec.loader.exec_module(module)
+            loaded[name] = module
+        return loaded[name]
+
+    return load

@@ -13,12 +13,10 @@ Two budgets, both in every CI run:
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import math
 import os
 import signal
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,29 +31,22 @@ from bacepipe_env.errors import MAX_LINE_CHARS, BacepipeError
 from bacepipe_env.policies import bace_pipe
 from bacepipe_env.scenarios.loader import BUILTIN_SCENARIOS, load_scenario, load_scenario_spec
 
-ROOT = Path(__file__).resolve().parents[1]
 FUZZ_CASES = int(os.environ.get("BACEPIPE_FUZZ_CASES", "20"))
 FUZZ_SEED = int(os.environ.get("BACEPIPE_FUZZ_SEED", "0"))
 CASE_TIMEOUT_S = 30.0  # a built-in scenario simulates in under 2 s on the 2-core machine
 EXAMPLE_TIMEOUT_S = 10
 
 
-def _fuzzer() -> Any:
-    spec = importlib.util.spec_from_file_location("bacepipe_fuzz", ROOT / "benchmarks" / "fuzz.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bacepipe_fuzz"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-FUZZ = _fuzzer()
+@pytest.fixture(scope="session")
+def fuzz(benchmark_module: Any) -> Any:
+    """``benchmarks/fuzz.py`` as a module."""
+    return benchmark_module("fuzz")
 
 
 @pytest.fixture(scope="module")
-def fuzz_results() -> dict[str, list[tuple[str, str, str]]]:
+def fuzz_results(fuzz: Any) -> dict[str, list[tuple[str, str, str]]]:
     """The fuzzer's outcomes on this run's budget, computed once for the three families."""
-    return FUZZ.run_cases(FUZZ_CASES, FUZZ_SEED, CASE_TIMEOUT_S)  # type: ignore[no-any-return]
+    return fuzz.run_cases(FUZZ_CASES, FUZZ_SEED, CASE_TIMEOUT_S)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("family", ["scenario files", "CLI flags", "env arguments"])
@@ -78,10 +69,9 @@ def test_the_fuzzer_reaches_both_outcomes(
     assert any(d == "" for d in details) and any(d.startswith("bacepipe: error:") for d in details)
 
 
-def test_the_classifier_flags_what_it_must(tmp_path: Path) -> None:
+def test_the_classifier_flags_what_it_must(tmp_path: Path, fuzz: Any) -> None:
     """The fuzzer's judge on known outcomes: a traceback, an over-long error, a hang and a
     NaN printed are each caught (a judge that called everything clean would pass the above)."""
-    fuzz = FUZZ
     fuzz.SCRATCH = tmp_path
 
     def code(body: str) -> str:
@@ -143,10 +133,12 @@ def _finite(value: Any) -> bool:
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(data=st.data())
-def test_a_mutated_scenario_loads_and_runs_or_fails_in_one_line(data: st.DataObject) -> None:
+def test_a_mutated_scenario_loads_and_runs_or_fails_in_one_line(
+    data: st.DataObject, fuzz: Any
+) -> None:
     name = data.draw(st.sampled_from(sorted(BASES)), label="base")
     spec = copy.deepcopy(BASES[name])
-    path = data.draw(st.sampled_from(FUZZ._paths(spec)), label="path")
+    path = data.draw(st.sampled_from(fuzz._paths(spec)), label="path")
     value = data.draw(HOSTILE, label="value")
     node = spec
     for key in path[:-1]:

@@ -76,14 +76,9 @@ class PriorityOrdering(Ordering):
                 return candidates[0]
             profile = view.profile
             e_max, b_max = pending_maxima(view)
-            e1 = [e_max, *(profile(j).single_gpu_exec for j in candidates)]
-            b = [b_max, *(profile(j).min_bandwidth_kstar for j in candidates)]
-            scores = priority_scores_unchecked(e1, b, view.network_utilization)
-            best, best_score = candidates[0], -float("inf")
-            for j, score in zip(candidates, scores[1:]):  # the first maximum, as pick's loop
-                if score > best_score:
-                    best, best_score = j, score
-            return best
+            e1 = [profile(j).single_gpu_exec for j in candidates]
+            b = [profile(j).min_bandwidth_kstar for j in candidates]
+            return _first_best(candidates, e1, b, e_max, b_max, view.network_utilization)
         c = np.fromiter(candidates, dtype=np.intp, count=len(candidates))
         return candidates[self._best(view, c)]
 
@@ -109,15 +104,30 @@ class PriorityOrdering(Ordering):
         """The legal slot with the highest Eq. (12) score (the first of equals)."""
         if len(legal) == 1:
             return legal[0]
-        # The pending queue's maxima go first, so that the scores divide by them (Eqs. 9-10).
-        e1 = [queue.pending_e1_max, *(queue.single_gpu_exec[i] for i in legal)]
-        b = [queue.pending_bkstar_max, *(queue.min_bandwidth_kstar[i] for i in legal)]
-        scores = priority_scores_unchecked(e1, b, queue.alpha)
-        best, best_score = legal[0], -float("inf")
-        for i, score in zip(legal, scores[1:]):  # submission order: the first maximum wins
-            if score > best_score:
-                best, best_score = i, score
-        return best
+        e1 = [queue.single_gpu_exec[i] for i in legal]
+        b = [queue.min_bandwidth_kstar[i] for i in legal]
+        return _first_best(
+            legal, e1, b, queue.pending_e1_max, queue.pending_bkstar_max, queue.alpha
+        )
+
+
+def _first_best(
+    items: Sequence[int],
+    e1: list[float],
+    b: list[float],
+    e_max: float,
+    b_max: float,
+    alpha: float,
+) -> int:
+    """The item with the highest Eq. (12) score (the first of equals, so submission order
+    breaks ties), its E(1) and b(K*) normalised by the pending queue's maxima (Eqs. 9-10)."""
+    # The maxima go first, so that the scores divide by them.
+    scores = priority_scores_unchecked([e_max, *e1], [b_max, *b], alpha)
+    best, best_score = items[0], -float("inf")
+    for item, score in zip(items, scores[1:]):
+        if score > best_score:
+            best, best_score = item, score
+    return best
 
 
 class PathfinderPlacement:

@@ -10,7 +10,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-EXTRAS ?= dev,viz,train,mo
+EXTRAS ?= dev,viz,train,mo,fast
 
 export OMP_NUM_THREADS ?= 1
 

@@ -7,10 +7,12 @@ Prints, for BACE-Pipe on one core:
 - a synthetic 32-region, 1,000-job scenario, all jobs at t = 0 and with Poisson arrivals:
   wall time to load and profile it, and to simulate it;
 - issue 14's heavy load, 64 regions at 4 jobs/h with 1,000 and 10,000 jobs: CPU time (the
-  best of three runs: the machine's noise is up to +-30%) and the growth exponent in N;
+  best of three runs: the machine's noise is up to +-30%) and the growth exponent in N, with
+  the default Pathfinder (compiled when numba is installed) and, then, the Python one;
 - issue 14's large online run, 100,000 jobs on 128 regions arriving in the Philly trace's
   pattern at load 0.8: CPU time to build and to simulate, and peak memory, in a fresh child
-  process (``--large-jobs`` changes the job count).
+  process (``--large-jobs`` changes the job count), then again on the Python Pathfinder
+  (``BACEPIPE_COMPILED=0``) when numba is installed.
 
 Run: ``make bench`` or ``python benchmarks/bench_sim.py [--seconds S]``.
 """
@@ -28,6 +30,7 @@ import time
 
 from bacepipe_env import bace_pipe, load_scenario, synthetic_scenario
 from bacepipe_env.core.admission import ADMISSION_RULES
+from bacepipe_env.scheduling import compiled as compiled_pathfinder
 
 
 def _paper(
@@ -75,28 +78,45 @@ def _large(arrivals: float | None) -> None:
     )
 
 
-def _heavy(repeats: int = 3) -> None:
+def _heavy(repeats: int = 3, compiled: bool = False) -> None:
     """Issue 14's heavy load: 64 regions, Poisson 4 jobs/h (the queue grows into the
     thousands), 1,000 and 10,000 jobs, process CPU time of the simulation (the best of
-    ``repeats``), and the growth exponent between the two."""
+    ``repeats``), and the growth exponent between the two; the compiled Pathfinder (after its
+    one-time load) or the Python one, as ``compiled`` says."""
+    how = "compiled Pathfinder" if compiled else "Python Pathfinder"
     cpu = {}
     for n in (1_000, 10_000):
         scenario = synthetic_scenario(64, n, seed=0, arrival_rate_per_h=4.0)
         _ = scenario.profiles
+        policy = bace_pipe(compiled=compiled)
+        policy.simulate(synthetic_scenario(64, 20, seed=1))  # warm-up: numba's one-time load
         runs = []
         for _ in range(repeats):
             t0 = time.process_time()
-            bace_pipe().simulate(scenario)
+            policy.simulate(scenario)
             runs.append(time.process_time() - t0)
         cpu[n] = min(runs)
         verdict = "" if n < 10_000 else f"  (target 1 s: {'met' if cpu[n] <= 1.0 else 'MISSED'})"
         print(
-            f"synthetic 64 regions x {n:,} jobs (Poisson 4/h): simulate {cpu[n]:.2f} s CPU, "
-            f"best of {repeats}{verdict}"
+            f"synthetic 64 regions x {n:,} jobs (Poisson 4/h), {how}: simulate "
+            f"{cpu[n]:.2f} s CPU, best of {repeats}{verdict}"
         )
     growth = math.log(cpu[10_000] / cpu[1_000]) / math.log(10.0)
     verdict = "met" if growth < 1.15 else "MISSED"
     print(f"  growth from 1,000 to 10,000 jobs: N^{growth:.2f}  (target below N^1.15: {verdict})")
+
+
+def _pathfinder() -> str:
+    """Which Pathfinder the default policy runs on large clusters, in words."""
+    if not compiled_pathfinder.enabled():
+        return "Python (numba not installed, or BACEPIPE_COMPILED=0)"
+    import numba
+
+    return (
+        f"compiled (numba {numba.__version__}) from {compiled_pathfinder.COMPILED_FROM} "
+        f"regions, on runs of at least {compiled_pathfinder.COMPILED_WORK:.0e} jobs x regions^2 "
+        "or once numba is loaded"
+    )
 
 
 PAPER_TARGET = 5_000.0  # episodes per CPU second, paper under BACE-Pipe
@@ -107,7 +127,7 @@ LARGE_TARGET_MB = 1024.0
 def large_online(n_jobs: int) -> None:
     """One run of ``n_jobs`` jobs x 128 regions, Philly arrivals at load 0.8, under BACE-Pipe:
     prints the CPU time to build and to simulate, and this process's peak memory."""
-    t0 = time.process_time()
+    t0 = time.process_time()  # from here on: numba's import and cache load count too
     scenario = synthetic_scenario(128, n_jobs, seed=0, arrivals="philly", load=0.8)
     _ = scenario.profiles
     t1 = time.process_time()
@@ -118,7 +138,8 @@ def large_online(n_jobs: int) -> None:
     cpu_ok = "met" if total <= LARGE_TARGET_S else "MISSED"
     mem_ok = "met" if peak_mb < LARGE_TARGET_MB else "MISSED"
     print(
-        f"synthetic 128 regions x {n_jobs:,} jobs (Philly arrivals, load 0.8): build "
+        f"synthetic 128 regions x {n_jobs:,} jobs (Philly arrivals, load 0.8), "
+        f"{'compiled' if compiled_pathfinder.loaded() else 'Python'} Pathfinder: build "
         f"{t1 - t0:.1f} s + simulate {t2 - t1:.1f} s = {total:.1f} s CPU "
         f"(target {LARGE_TARGET_S:g} s: {cpu_ok}); peak memory {peak_mb:,.0f} MB "
         f"(target < 1 GB: {mem_ok}); {result.n_decisions:,} decisions, "
@@ -147,10 +168,15 @@ def main() -> None:
     _paper(args.seconds, "greedy", gpu_failure_rate=2e-4)
     _large(None)
     _large(2.0)
-    _heavy()
+    print(f"Pathfinder of the default policy: {_pathfinder()}")
+    if compiled_pathfinder.enabled():
+        _heavy(compiled=True)
+    _heavy(compiled=False)  # the pure-Python reference
     sys.stdout.flush()
     cmd = [sys.executable, __file__, "--large-only", "--large-jobs", str(args.large_jobs)]
     subprocess.run(cmd, check=True)
+    if compiled_pathfinder.enabled():  # the same run on the Python reference
+        subprocess.run(cmd, check=True, env={**os.environ, "BACEPIPE_COMPILED": "0"})
 
 
 if __name__ == "__main__":

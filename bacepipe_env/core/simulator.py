@@ -411,6 +411,7 @@ class Simulator:
         self.faults: FaultModel | None = faults if faults is not None and faults.dynamic else None
         self._fault_seed = int(scenario.params.get("seed", 0)) if fault_seed is None else fault_seed
         self._columns: tuple[np.ndarray, np.ndarray] | None = None  # see priority_columns
+        self._price_array: np.ndarray | None = None  # see placement_arrays
         self._need: np.ndarray | None = None  # see _need_array
         self.reset()
 
@@ -426,6 +427,10 @@ class Simulator:
         # link -> its reservation, for the links with one > 0 (what alpha sums)
         self._booked_links: dict[tuple[int, int], float] = {}
         self._residual = [list(row) for row in self._capacity_rows]
+        # placement_arrays' mirrors of the free GPUs and the residual ledger, made when asked
+        self._free_array: np.ndarray | None = None
+        self._free_array_of: tuple[int, ...] | None = None
+        self._residual_array: np.ndarray | None = None
         self._residual_view: tuple[tuple[float, ...], ...] | None = None
         # each residual row as a tuple, None once a reservation changed it: the view is
         # rebuilt from the changed rows only (a start or finish touches a few of K)
@@ -435,6 +440,8 @@ class Simulator:
         # pending job ids in submission order (a dict: O(1) membership and removal)
         self._pending: dict[int, None] = {}
         self._pending_array: np.ndarray | None = None  # self._pending as an array, or stale
+        # max-heaps of (-E(1), id) and (-b(K*), id), see pending_maxima; None until asked
+        self._maxima_heaps: tuple[list[tuple[float, int]], list[tuple[float, int]]] | None = None
         self._tried: set[int] = set()
         self._running: dict[int, _Running] = {}
         self._cost_rates: dict[int, float] = {}  # job id -> its run's cost_rate, as _running
@@ -483,6 +490,23 @@ class Simulator:
                     rows[u] = tuple(self._residual[u])
             self._residual_view = tuple(rows)  # type: ignore[arg-type]  # no None is left
         return self._residual_view
+
+    def placement_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(free, prices, residual)``: :attr:`free_gpus` (int64, K), the cluster's prices
+        (float64, K) and :attr:`residual_rows` (float64, K x K) as arrays holding the same
+        numbers, for a compiled placement rule. The residual array is kept up to date in place
+        from the first call on (one element per ledger change), the free array rebuilt after
+        a change; read them, do not modify them."""
+        free = self.free_gpus
+        free_array = self._free_array
+        if free_array is None or self._free_array_of is not free:
+            free_array = self._free_array = np.array(free, dtype=np.int64)
+            self._free_array_of = free
+        if self._residual_array is None:
+            self._residual_array = np.array(self._residual, dtype=np.float64)
+        if self._price_array is None:
+            self._price_array = np.array(self._cluster.prices, dtype=np.float64)
+        return free_array, self._price_array, self._residual_array
 
     @property
     def residual_bandwidth(self) -> np.ndarray:
@@ -547,6 +571,33 @@ class Simulator:
         if self._pending_array is None:
             self._pending_array = np.fromiter(self._pending, np.intp, len(self._pending))
         return self._pending_array, *self._columns
+
+    def pending_maxima(self) -> tuple[float, float]:
+        """``(max E(1), max b(K*))`` over the pending queue, 0.0 when it is empty: the
+        divisors of Eqs. (9)-(10), from two max-heaps kept from the first call on (pushed at
+        each arrival and each return to the queue, stale tops dropped when asked): O(log n)
+        per decision on a queue of thousands. A maximum is exact, so these are the floats a
+        pass over the queue gives."""
+        heaps = self._maxima_heaps
+        if heaps is None:
+            heaps = self._maxima_heaps = ([], [])
+            for j in self._pending:
+                self._push_maxima(j)
+        pending = self._pending
+        out = []
+        for heap in heaps:
+            while heap and heap[0][1] not in pending:
+                heapq.heappop(heap)
+            out.append(-heap[0][0] if heap else 0.0)
+        return out[0], out[1]
+
+    def _push_maxima(self, job_id: int) -> None:
+        """A job (back) in the queue: onto :meth:`pending_maxima`'s heaps, once they exist."""
+        heaps = self._maxima_heaps
+        if heaps is not None:
+            p = self._profiles[job_id]
+            heapq.heappush(heaps[0], (-p.single_gpu_exec, job_id))
+            heapq.heappush(heaps[1], (-p.min_bandwidth_kstar, job_id))
 
     def _need_array(self) -> np.ndarray:
         """Each job's smallest memory floor (its fewest GPUs anywhere), indexed by job id."""
@@ -900,6 +951,8 @@ class Simulator:
                 self._pending[job_id] = None
                 if self._pending_array is not None:  # kept, not rebuilt: O(1) numpy calls
                     self._pending_array = np.append(self._pending_array, job_id)
+                if self._maxima_heaps is not None:
+                    self._push_maxima(job_id)
             changed = True
         if changed:  # an instant where only stale events fell is no decision point
             self._tried.clear()
@@ -1100,6 +1153,8 @@ class Simulator:
         else:
             self._booked_links.pop((u, v), None)
         self._residual[u][v] = capacity - booked
+        if self._residual_array is not None:
+            self._residual_array[u, v] = capacity - booked
         self._residual_view = None
         self._row_views[u] = None
         self._alpha = None
@@ -1235,6 +1290,7 @@ class Simulator:
         pending.insert(i, job_id)  # back in submission order
         self._pending = dict.fromkeys(pending)
         self._pending_array = None
+        self._push_maxima(job_id)
 
     def _energy(self, run: _Running, t0: float, t1: float) -> tuple[float, float]:
         """Electricity ($) and emissions (kg) of the attempt's GPUs over ``[t0, t1]``."""

@@ -55,18 +55,19 @@ class QueueSnapshot:
         )
 
 
-#: From this many pending jobs on, :func:`pending_maxima` reads the simulator's numpy columns.
+#: From this many pending jobs on, :func:`pending_maxima` asks a view with its own
+#: ``pending_maxima`` (the simulator keeps them in heaps) instead of passing over the queue.
 VECTOR_MAXIMA_FROM = 48
 
 
 def pending_maxima(view: SchedulerView) -> tuple[float, float]:
     """``(max E(1), max b(K*))`` over the pending queue, 0.0 when it is empty: the divisors of
-    Eqs. (9)-(10). On a long queue of a view with ``priority_columns`` (the simulator), with
-    numpy; a maximum is exact either way, so both give the same floats."""
-    columns = getattr(view, "priority_columns", None)
-    if columns is not None and pending_count(view) >= VECTOR_MAXIMA_FROM:
-        pending, e1, bk = columns()
-        return max(float(e1[pending].max()), 0.0), max(float(bk[pending].max()), 0.0)
+    Eqs. (9)-(10). On a long queue, a view with its own ``pending_maxima`` (the simulator's
+    heaps) is asked; a maximum is exact, so both ways give the same floats."""
+    own = getattr(view, "pending_maxima", None)
+    if own is not None and pending_count(view) >= VECTOR_MAXIMA_FROM:
+        maxima: tuple[float, float] = own()
+        return maxima
     e_max = b_max = 0.0
     for j in view.pending:
         p = view.profile(j)

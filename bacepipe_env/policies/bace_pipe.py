@@ -11,6 +11,8 @@ from ..core.perf import JobProfile
 from ..core.placement import Placement
 from ..core.simulator import SchedulerView
 from ..core.snapshot import VECTOR_MAXIMA_FROM, QueueSnapshot, pending_count, pending_maxima
+from ..errors import ValidationError
+from ..scheduling import compiled as compiled_pathfinder
 from ..scheduling.pathfinder import pathfinder_unchecked
 from ..scheduling.priority import priority_scores_unchecked
 from .base import Ordering, Policy
@@ -50,7 +52,7 @@ def to_placement(path: list[int], alloc: dict[int, int]) -> Placement | None:
     """A rule's ``(path, allocation)`` as a Placement; None for the empty answer."""
     if not path:
         return None
-    return Placement(tuple(path), tuple(alloc[r] for r in path))
+    return Placement.of(tuple(path), tuple([alloc[r] for r in path]))
 
 
 class PriorityOrdering(Ordering):
@@ -131,28 +133,73 @@ def _first_best(
 
 
 class PathfinderPlacement:
-    """Alg. 1 (with Alg. 2 inside) on the free GPUs and the residual bandwidth."""
+    """Alg. 1 (with Alg. 2 inside) on the free GPUs and the residual bandwidth.
+
+    ``compiled`` picks the implementation. ``None`` (the default) decides per run with
+    :func:`~bacepipe_env.scheduling.compiled.worth_it`: the numba kernel of
+    :mod:`bacepipe_env.scheduling.compiled` on a cluster of 16 regions or more when numba is
+    installed (the ``fast`` extra), ``BACEPIPE_COMPILED`` is not ``0``, and the run is big
+    enough to pay for loading numba (about 0.5 s, once per process) or it is loaded already;
+    the Python reference otherwise. ``False`` always runs the reference; ``True`` runs the
+    kernel at every size and needs numba. Both give the same placements. The kernel reads the
+    simulator's arrays (:meth:`~bacepipe_env.core.simulator.Simulator.placement_arrays`);
+    other views (a hypothetical state's) go through the reference.
+    """
 
     #: The result depends only on the cluster, the free GPUs, the residual bandwidth and the
     #: job's profile, so callers may memoise it on those.
     pure = True
 
-    def __init__(self, partial_take: bool = False) -> None:
+    def __init__(self, partial_take: bool = False, *, compiled: bool | None = None) -> None:
         self.partial_take = partial_take
         self.name = "pathfinder+partial" if partial_take else "pathfinder"
+        if compiled and not compiled_pathfinder.available():
+            raise ValidationError(
+                "compiled", compiled, "needs numba: pip install 'bacepipe-env[fast]'"
+            )
+        self.compiled = compiled
 
     def place(self, view: SchedulerView, job_id: int) -> Placement | None:
         """Pathfinder's path and Cost-Min's GPUs; ``None`` when no GPU is free."""
-        path, alloc = pathfinder_unchecked(
-            *placement_inputs(view, view.profile(job_id)), self.partial_take
-        )
+        prof = view.profile(job_id)
+        if self.compiled is not False and self._kernel_for(view):
+            kernel = compiled_pathfinder.kernel()
+            if kernel is not None:
+                free, price, residual = view.placement_arrays()  # type: ignore[attr-defined]
+                path_a, gpus_a = kernel(
+                    free,
+                    price,
+                    residual,
+                    prof.k_star,
+                    prof.activation_bytes,
+                    prof.compute_coeff,
+                    prof.stage_overhead,
+                    self.partial_take,
+                )
+                if not len(path_a):
+                    return None
+                return Placement.of(tuple(path_a.tolist()), tuple(gpus_a.tolist()))
+        path, alloc = pathfinder_unchecked(*placement_inputs(view, prof), self.partial_take)
         return to_placement(path, alloc)
 
+    def _kernel_for(self, view: SchedulerView) -> bool:
+        """Whether ``view`` gets the kernel: it has the simulator's arrays, and ``compiled`` is
+        True or the automatic choice says so."""
+        if not hasattr(view, "placement_arrays"):
+            return False
+        if self.compiled:
+            return True
+        k = view.cluster.n_regions
+        if k < compiled_pathfinder.COMPILED_FROM:
+            return False
+        return compiled_pathfinder.worth_it(k, int(getattr(view, "n_jobs", 0)))
 
-def bace_pipe(partial_take: bool = False) -> Policy:
-    """The full BACE-Pipe policy."""
+
+def bace_pipe(partial_take: bool = False, *, compiled: bool | None = None) -> Policy:
+    """The full BACE-Pipe policy; ``compiled`` picks Pathfinder's implementation as
+    :class:`PathfinderPlacement`'s does (the same placements either way)."""
     return Policy(
         "bace-pipe+partial" if partial_take else "bace-pipe",
         PriorityOrdering(),
-        PathfinderPlacement(partial_take),
+        PathfinderPlacement(partial_take, compiled=compiled),
     )

@@ -221,7 +221,12 @@ def pathfinder_unchecked(
         if g < g_max:
             continue  # line 20 cannot pick it: skip allocating and pricing it
         alloc = allocate(path, g, free, price)  # line 18
-        c_avg = sum([alloc[r] * price[r] for r in sorted(path)]) / g  # line 19 (canonical order)
+        # line 19, summed left to right in region-index order (canonical): a plain loop, not
+        # sum(), whose float sum is compensated from Python 3.12 on
+        total = 0.0
+        for r in sorted(path):
+            total += alloc[r] * price[r]
+        c_avg = total / g
         if g > g_max or (  # line 20
             g == g_max
             and c_avg < c_min

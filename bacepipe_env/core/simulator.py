@@ -22,6 +22,7 @@ SPEC section 3a, unless the scenario ignores memory), and the admission rule mus
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Sequence
@@ -442,6 +443,10 @@ class Simulator:
         self._pending_array: np.ndarray | None = None  # self._pending as an array, or stale
         # max-heaps of (-E(1), id) and (-b(K*), id), see pending_maxima; None until asked
         self._maxima_heaps: tuple[list[tuple[float, int]], list[tuple[float, int]]] | None = None
+        # per job shape, its memory floor and pending jobs (see _shape_firsts); None until asked
+        self._shapes: list[tuple[int, list[int]]] | None = None
+        self._shape_of: dict[int, int] = {}
+        self._rank: dict[int, int] = {}  # job id -> its place in submission order
         self._tried: set[int] = set()
         self._running: dict[int, _Running] = {}
         self._cost_rates: dict[int, float] = {}  # job id -> its run's cost_rate, as _running
@@ -777,16 +782,23 @@ class Simulator:
             return candidates
         return tuple(candidates.tolist())
 
-    def _next_candidates(self) -> tuple[int, ...] | np.ndarray | None:
+    def _next_candidates(self, by_shape: bool = False) -> tuple[int, ...] | np.ndarray | None:
         """:meth:`next_decision`'s candidates, as an intp array (the same ids in the same
         order) from ``_VECTOR_QUEUE`` pending jobs on: what :meth:`run` hands an ordering's
-        ``choose_array`` without building a tuple of the queue."""
+        ``choose_array`` without building a tuple of the queue. With ``by_shape`` (an
+        ordering whose choice among jobs of one shape is always the earliest submitted), a
+        long queue gives instead the earliest candidate of each shape, as a tuple in
+        submission order (:meth:`_shape_firsts`)."""
         while True:
             free = self._free_total
             if free > 0 and len(self._tried) < len(self._pending):
                 tried, need = self._tried, self._min_floor
                 # A job whose memory floor exceeds every free GPU together cannot start now.
-                if len(self._pending) < _VECTOR_QUEUE:
+                if by_shape and len(self._pending) >= _VECTOR_QUEUE:
+                    firsts = self._shape_firsts(free)
+                    if firsts:
+                        return firsts
+                elif len(self._pending) < _VECTOR_QUEUE:
                     candidates = tuple(
                         j for j in self._pending if j not in tried and need[j] <= free
                     )
@@ -810,6 +822,56 @@ class Simulator:
                     )
                 return None
             self._advance()
+
+    def _shape_firsts(self, free: int) -> tuple[int, ...]:
+        """The earliest candidate of each shape, in submission order: a shape is a job's
+        ``(E(1), b(K*), memory floor)``, everything Eq. (12) and the candidate filter read of
+        it, so its other candidates score the same and come later. The shapes' queues are
+        built on first use and kept at each arrival, start and return to the queue."""
+        groups = self._shape_queues()
+        tried = self._tried
+        firsts = []
+        for need, jobs in groups:
+            if jobs and need <= free:
+                for j in jobs:
+                    if j not in tried:
+                        firsts.append(j)
+                        break
+        firsts.sort(key=self._rank.__getitem__)
+        return tuple(firsts)
+
+    def _shape_queues(self) -> list[tuple[int, list[int]]]:
+        """Per shape, its memory floor and its pending jobs in submission order."""
+        if self._shapes is None:
+            order = sorted(self._jobs.values(), key=lambda j: (j.submit_time, j.job_id))
+            self._rank = {j.job_id: i for i, j in enumerate(order)}
+            keys: dict[tuple[float, float, int], int] = {}
+            shapes: list[tuple[int, list[int]]] = []
+            for j, p in self._profiles.items():
+                key = (p.single_gpu_exec, p.min_bandwidth_kstar, self._min_floor[j])
+                if key not in keys:
+                    keys[key] = len(shapes)
+                    shapes.append((self._min_floor[j], []))
+                self._shape_of[j] = keys[key]
+            for j in self._pending:  # already in submission order
+                shapes[self._shape_of[j]][1].append(j)
+            self._shapes = shapes
+        return self._shapes
+
+    def _shape_add(self, job_id: int) -> None:
+        """A job (back) in the queue: into its shape's queue, in submission order."""
+        if self._shapes is not None:
+            jobs, rank = self._shapes[self._shape_of[job_id]][1], self._rank
+            if not jobs or rank[jobs[-1]] < rank[job_id]:
+                jobs.append(job_id)  # an arrival: the latest so far
+            else:
+                bisect.insort(jobs, job_id, key=rank.__getitem__)
+
+    def _shape_remove(self, job_id: int) -> None:
+        """A job out of the queue: out of its shape's queue."""
+        if self._shapes is not None:
+            jobs, rank = self._shapes[self._shape_of[job_id]][1], self._rank
+            del jobs[bisect.bisect_left(jobs, rank[job_id], key=rank.__getitem__)]
 
     def place(self, job_id: int, placement: Placement | None = None) -> Placement | None:
         """Start ``job_id`` now on the placement :meth:`offer` gives it.
@@ -862,7 +924,8 @@ class Simulator:
         ``choose``; it must choose as ``choose`` would (Eq. 12's ordering does, bit for bit).
         """
         choose_array = getattr(ordering, "choose_array", None)
-        while (candidates := self._next_candidates()) is not None:
+        by_shape = bool(getattr(ordering, "by_shape", False))
+        while (candidates := self._next_candidates(by_shape)) is not None:
             if isinstance(candidates, tuple):
                 job_id = ordering.choose(self, candidates)
                 legal = job_id in candidates
@@ -953,6 +1016,8 @@ class Simulator:
                     self._pending_array = np.append(self._pending_array, job_id)
                 if self._maxima_heaps is not None:
                     self._push_maxima(job_id)
+                if self._shapes is not None:
+                    self._shape_add(job_id)
             changed = True
         if changed:  # an instant where only stale events fell is no decision point
             self._tried.clear()
@@ -1019,6 +1084,8 @@ class Simulator:
             self._link_jobs.setdefault((u, v), {})[job_id] = reserved
             self._rebook(u, v)
         del self._pending[job_id]
+        if self._shapes is not None:
+            self._shape_remove(job_id)
         arr = self._pending_array
         if arr is not None:  # kept on a long queue, dropped on a short one (cheaper to rebuild)
             if len(self._pending) < _VECTOR_QUEUE:
@@ -1291,6 +1358,7 @@ class Simulator:
         self._pending = dict.fromkeys(pending)
         self._pending_array = None
         self._push_maxima(job_id)
+        self._shape_add(job_id)
 
     def _energy(self, run: _Running, t0: float, t1: float) -> tuple[float, float]:
         """Electricity ($) and emissions (kg) of the attempt's GPUs over ``[t0, t1]``."""

@@ -10,7 +10,7 @@ import numpy as np
 from ..core.perf import JobProfile
 from ..core.placement import Placement
 from ..core.simulator import SchedulerView
-from ..core.snapshot import VECTOR_MAXIMA_FROM, QueueSnapshot, pending_count, pending_maxima
+from ..core.snapshot import QueueSnapshot, pending_maxima
 from ..errors import ValidationError
 from ..scheduling import compiled as compiled_pathfinder
 from ..scheduling.pathfinder import pathfinder_unchecked
@@ -72,8 +72,9 @@ class PriorityOrdering(Ordering):
         columns = getattr(view, "priority_columns", None)
         if columns is None:
             return super().choose(view, candidates)
-        if len(candidates) < self.vector_from and pending_count(view) < VECTOR_MAXIMA_FROM:
-            # a short list on a short queue: pick's arithmetic on the profiles, no snapshot
+        if len(candidates) < self.vector_from:
+            # a short list: pick's arithmetic on the profiles, no snapshot (a long queue's
+            # maxima come from the simulator's heaps)
             if len(candidates) == 1:
                 return candidates[0]
             profile = view.profile
@@ -83,6 +84,13 @@ class PriorityOrdering(Ordering):
             return _first_best(candidates, e1, b, e_max, b_max, view.network_utilization)
         c = np.fromiter(candidates, dtype=np.intp, count=len(candidates))
         return candidates[self._best(view, c)]
+
+    @property
+    def by_shape(self) -> bool:
+        """Eq. (12) scores jobs of one shape (E(1), b(K*)) alike and takes the first of equals,
+        so the simulator may offer a long queue's earliest candidate of each shape only; not a
+        subclass that overrides :meth:`choose`."""
+        return type(self).choose is PriorityOrdering.choose
 
     def choose_array(self, view: SchedulerView, candidates: np.ndarray) -> int:
         """:meth:`choose` on the candidates as an intp array (what

@@ -95,6 +95,7 @@ class _NamedOrdering:
         fast = getattr(inner, "choose_array", None)
         if fast is not None:  # the simulator's long-queue entry point, passed through
             self.choose_array = fast
+        self.by_shape = bool(getattr(inner, "by_shape", False))  # likewise
 
     def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
         """The wrapped ordering's choice."""

@@ -1,5 +1,6 @@
-"""The vectorised Eq. (12) (``PriorityOrdering.choose`` on ``Simulator.priority_columns``) makes
-the same choices as the snapshot path, so every record is bit-identical (issue 14)."""
+"""The vectorised Eq. (12) (``PriorityOrdering.choose`` on ``Simulator.priority_columns``) and
+the long queue's one-candidate-per-shape offer make the same choices as the snapshot path over
+every candidate, so every record is bit-identical (issue 14)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from bacepipe_env import synthetic_scenario
+from bacepipe_env.core.faults import FaultModel, Outage
 from bacepipe_env.core.scenario import Scenario
 from bacepipe_env.errors import ScenarioError
 from bacepipe_env.policies import bace_pipe
@@ -17,21 +19,32 @@ from bacepipe_env.policies.bace_pipe import PriorityOrdering
 from bacepipe_env.scenarios import load_scenario
 
 
-def _run(scenario: Scenario, vector_from: float) -> tuple[object, ...]:
+class _EveryCandidate(PriorityOrdering):
+    """Eq. (12) asked on every candidate: no one-per-shape shortcut (``by_shape``)."""
+
+    by_shape = False  # type: ignore[assignment]
+
+
+def _run(scenario: Scenario, vector_from: float, by_shape: bool = True) -> tuple[object, ...]:
     policy = bace_pipe()
+    if not by_shape:
+        policy = dataclasses.replace(policy, ordering=_EveryCandidate())
     assert isinstance(policy.ordering, PriorityOrdering)
     policy.ordering.vector_from = vector_from  # type: ignore[assignment]
     result = policy.simulate(scenario)
-    return tuple(dataclasses.astuple(r) for r in result.records)
+    return (result.n_decisions, *(dataclasses.astuple(r) for r in result.records))
 
 
 def _same(scenario: Scenario) -> None:
     always, never = _run(scenario, 0), _run(scenario, float("inf"))
     assert always == never  # every field of every record, floats compared exactly
+    # the earliest candidate of each shape only (a long queue's default) and every candidate
+    assert always == _run(scenario, 0, by_shape=False) == _run(scenario, float("inf"), False)
 
 
 #: A fixed set: the paper's world, a long batch queue, a heavy online queue, hourly prices,
-#: faults (restarted jobs rejoin the queue) and a 64-region cluster.
+#: faults (restarted jobs rejoin the queue) and 64-region clusters, one with a long queue and
+#: faults.
 FIXED = {
     "paper seed 3": lambda: load_scenario("paper", seed=3),
     "paper, memory ignored": lambda: load_scenario("paper", seed=1, ignore_memory=True),
@@ -45,6 +58,11 @@ FIXED = {
     "32 regions, 600 jobs at t = 0": lambda: synthetic_scenario(32, 600, seed=0),
     "64 regions, 800 jobs at 4/h": lambda: synthetic_scenario(
         64, 800, seed=1, arrival_rate_per_h=4.0
+    ),
+    # a long queue with restarts: interrupted jobs rejoin their shape's queue mid-way
+    "64 regions at 4/h, GPU failures and an outage": lambda: dataclasses.replace(
+        synthetic_scenario(64, 600, seed=2, arrival_rate_per_h=4.0),
+        faults=FaultModel(outages=(Outage(5, 7200.0, 90_000.0),), gpu_failure_rate=5e-4),
     ),
 }
 
@@ -151,3 +169,27 @@ def test_run_asks_an_overriding_subclass_through_its_choose() -> None:
     assert records(Latest()) == plain
     assert records(LatestFcfs()) == plain
     assert records(FCFSOrdering()) != plain  # the override mattered
+
+
+def test_a_long_queue_is_offered_one_candidate_per_shape() -> None:
+    """On a queue of hundreds, ``run`` offers Eq. (12) the earliest candidate of each job shape
+    (E(1), b(K*), memory floor): a few dozen instead of hundreds, the same choice."""
+    from bacepipe_env.core.simulator import Simulator
+    from bacepipe_env.policies.bace_pipe import PathfinderPlacement
+
+    scenario = _long_queue()
+    sim = Simulator(scenario, PathfinderPlacement())
+    longest = fewest = 0
+    ordering = PriorityOrdering()
+    while (firsts := sim._next_candidates(by_shape=True)) is not None:
+        every = sim.next_decision()
+        assert every is not None
+        if len(sim.pending) >= 48:
+            assert isinstance(firsts, tuple)
+            assert set(firsts) <= set(every) and list(firsts) == sorted(firsts, key=every.index)
+            shapes = {sim._shape_of[j] for j in every}
+            assert len(firsts) == len(shapes)  # one per shape among the candidates
+            assert ordering.choose(sim, firsts) == ordering.choose(sim, every)
+            longest, fewest = max(longest, len(every)), max(fewest, len(firsts))
+        sim.place(ordering.choose(sim, every))
+    assert longest >= 100 and fewest < longest / 4

@@ -14,7 +14,7 @@ from ..core.snapshot import QueueSnapshot, pending_maxima
 from ..errors import ValidationError
 from ..scheduling import compiled as compiled_pathfinder
 from ..scheduling.pathfinder import pathfinder_unchecked
-from ..scheduling.priority import priority_scores_unchecked
+from ..scheduling.priority import priority_score
 from .base import Ordering, Policy
 
 __all__ = [
@@ -130,11 +130,12 @@ def _first_best(
     alpha: float,
 ) -> int:
     """The item with the highest Eq. (12) score (the first of equals, so submission order
-    breaks ties), its E(1) and b(K*) normalised by the pending queue's maxima (Eqs. 9-10)."""
-    # The maxima go first, so that the scores divide by them.
-    scores = priority_scores_unchecked([e_max, *e1], [b_max, *b], alpha)
+    breaks ties), its E(1) and b(K*) normalised by the pending queue's maxima (Eqs. 9-10;
+    never below the items' own, as if the items were part of the queue)."""
+    e_max, b_max = max(e_max, max(e1)), max(b_max, max(b))
     best, best_score = items[0], -float("inf")
-    for item, score in zip(items, scores[1:]):
+    for item, e, bw in zip(items, e1, b):
+        score = priority_score(e, bw, e_max, b_max, alpha)
         if score > best_score:
             best, best_score = item, score
     return best

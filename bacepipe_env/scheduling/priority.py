@@ -11,7 +11,12 @@ from ..core.network import network_utilization_rows, offdiag_sum
 from ..core.validate import require_float, require_square_matrix, require_vector
 from ..errors import ValidationError
 
-__all__ = ["network_utilization", "priority_scores", "priority_scores_unchecked"]
+__all__ = [
+    "network_utilization",
+    "priority_score",
+    "priority_scores",
+    "priority_scores_unchecked",
+]
 
 
 def network_utilization(reserved: ArrayLike, bandwidth: ArrayLike) -> float:
@@ -48,9 +53,14 @@ def priority_scores_unchecked(e1: Sequence[float], b: Sequence[float], alpha: fl
     """:func:`priority_scores` (Eqs. 9, 10, 12) on plain lists, unvalidated."""
     e_max = max(e1, default=0.0)
     b_max = max(b, default=0.0)
-    scores = []
-    for e, bw in zip(e1, b):
-        intensity = e / e_max if e_max > 0.0 else 0.0  # Eq. (9)
-        sensitivity = bw / b_max if b_max > 0.0 else 0.0  # Eq. (10)
-        scores.append((1.0 - alpha) * (1.0 - intensity) + alpha * (1.0 - sensitivity))  # Eq. (12)
-    return scores
+    return [priority_score(e, bw, e_max, b_max, alpha) for e, bw in zip(e1, b)]
+
+
+def priority_score(e1: float, b: float, e_max: float, b_max: float, alpha: float) -> float:
+    """Eq. (12) of one job: ``(1 - alpha)(1 - I) + alpha (1 - D)``, with ``I = E(1) / e_max``
+    (Eq. 9) and ``D = b(K*) / b_max`` (Eq. 10) normalised by the pending queue's maxima, 0
+    where a maximum is 0. Every Eq. (12) score in the project is this arithmetic (numpy's
+    element-wise form in ``PriorityOrdering`` makes the same operations in the same order)."""
+    intensity = e1 / e_max if e_max > 0.0 else 0.0  # Eq. (9)
+    sensitivity = b / b_max if b_max > 0.0 else 0.0  # Eq. (10)
+    return (1.0 - alpha) * (1.0 - intensity) + alpha * (1.0 - sensitivity)  # Eq. (12)

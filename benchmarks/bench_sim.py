@@ -7,12 +7,15 @@ Prints, for BACE-Pipe on one core:
 - a synthetic 32-region, 1,000-job scenario, all jobs at t = 0 and with Poisson arrivals:
   wall time to load and profile it, and to simulate it;
 - issue 14's heavy load, 64 regions at 4 jobs/h with 1,000 and 10,000 jobs: CPU time (the
-  best of three runs: the machine's noise is up to +-30%) and the growth exponent in N, with
+  best of 10 and of 3 runs: the machine's noise is up to +-30%) and the growth exponent in N, with
   the default Pathfinder (compiled when numba is installed) and, then, the Python one;
 - issue 14's large online run, 100,000 jobs on 128 regions arriving in the Philly trace's
   pattern at load 0.8: CPU time to build and to simulate, and peak memory, in a fresh child
   process (``--large-jobs`` changes the job count), then again on the Python Pathfinder
   (``BACEPIPE_COMPILED=0``) when numba is installed.
+
+CartPole-v1's steps per CPU second, measured at the start and before the large run, show how
+fast the machine ran (its speed moves by a third from run to run).
 
 Run: ``make bench`` or ``python benchmarks/bench_sim.py [--seconds S]``.
 """
@@ -78,14 +81,15 @@ def _large(arrivals: float | None) -> None:
     )
 
 
-def _heavy(repeats: int = 3, compiled: bool = False) -> None:
+def _heavy(compiled: bool = False) -> None:
     """Issue 14's heavy load: 64 regions, Poisson 4 jobs/h (the queue grows into the
-    thousands), 1,000 and 10,000 jobs, process CPU time of the simulation (the best of
-    ``repeats``), and the growth exponent between the two; the compiled Pathfinder (after its
-    one-time load) or the Python one, as ``compiled`` says."""
+    thousands), 1,000 and 10,000 jobs, process CPU time of the simulation (the best of 10 and
+    of 3 runs: the short run's noise would dominate the exponent), and the growth exponent
+    between the two; the compiled Pathfinder (after its one-time load) or the Python one, as
+    ``compiled`` says."""
     how = "compiled Pathfinder" if compiled else "Python Pathfinder"
     cpu = {}
-    for n in (1_000, 10_000):
+    for n, repeats in ((1_000, 10), (10_000, 3)):
         scenario = synthetic_scenario(64, n, seed=0, arrival_rate_per_h=4.0)
         _ = scenario.profiles
         policy = bace_pipe(compiled=compiled)
@@ -104,6 +108,15 @@ def _heavy(repeats: int = 3, compiled: bool = False) -> None:
     growth = math.log(cpu[10_000] / cpu[1_000]) / math.log(10.0)
     verdict = "met" if growth < 1.15 else "MISSED"
     print(f"  growth from 1,000 to 10,000 jobs: N^{growth:.2f}  (target below N^1.15: {verdict})")
+
+
+def _yardstick() -> None:
+    """CartPole-v1's steps per CPU second now (one env as ``gym.make`` gives it, random
+    actions), at the start and the end: how fast the machine runs during this benchmark, the
+    scale its other figures move with from run to run."""
+    from bench_env import cpu_rate  # the script's folder is on sys.path
+
+    print(f"  yardstick: CartPole-v1 at {cpu_rate('CartPole-v1', 'single', 2.0):,.0f} steps/s")
 
 
 def _pathfinder() -> str:
@@ -160,6 +173,7 @@ def main() -> None:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
     print(f"Python {platform.python_version()} on {platform.machine()}, one core")
+    _yardstick()
     _paper(args.seconds, "greedy", ignore_memory=True)
     for rule in ADMISSION_RULES:
         rate = _paper(args.seconds, rule)
@@ -172,6 +186,7 @@ def main() -> None:
     if compiled_pathfinder.enabled():
         _heavy(compiled=True)
     _heavy(compiled=False)  # the pure-Python reference
+    _yardstick()
     sys.stdout.flush()
     cmd = [sys.executable, __file__, "--large-only", "--large-jobs", str(args.large_jobs)]
     subprocess.run(cmd, check=True)

@@ -162,6 +162,8 @@ class PathfinderPlacement:
     def __init__(self, partial_take: bool = False, *, compiled: bool | None = None) -> None:
         self.partial_take = partial_take
         self.name = "pathfinder+partial" if partial_take else "pathfinder"
+        if compiled not in (None, True, False):
+            raise ValidationError("compiled", compiled, "must be None, True or False")
         if compiled and not compiled_pathfinder.available():
             raise ValidationError(
                 "compiled", compiled, "needs numba: pip install 'bacepipe-env[fast]'"

@@ -129,6 +129,11 @@ def test_placement_arrays_mirror_the_simulator_state():
     assert checked >= 60
 
 
+def test_compiled_must_be_none_or_a_bool():
+    with pytest.raises(ValidationError, match="must be None, True or False"):
+        PathfinderPlacement(compiled="yes")  # type: ignore[arg-type]
+
+
 def test_compiled_true_without_numba_is_one_clear_error(monkeypatch):
     monkeypatch.setattr(compiled, "available", lambda: False)
     with pytest.raises(ValidationError, match=r"needs numba: pip install 'bacepipe-env\[fast\]'"):

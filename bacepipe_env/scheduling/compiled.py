@@ -10,8 +10,9 @@ starts. :class:`~bacepipe_env.policies.bace_pipe.PathfinderPlacement` calls it o
 simulator's own arrays (:meth:`~bacepipe_env.core.simulator.Simulator.placement_arrays`) when
 asked to, or by default when :func:`worth_it` says the run pays for loading numba.
 
-numba is imported, and the kernel compiled (once, then cached on disk beside this module),
-on the first call of :func:`kernel`, never at ``import bacepipe_env``. Setting the
+numba is imported, and the kernel compiled (once, then cached on disk beside this module, or
+in the user's cache folder when the package's is read-only; afresh in each process when numba
+can cache nowhere), on the first call of :func:`kernel`, never at ``import bacepipe_env``. Setting the
 environment variable ``BACEPIPE_COMPILED=0`` turns the automatic use off.
 """
 
@@ -87,7 +88,10 @@ def kernel() -> Kernel | None:
             import numba
         except ImportError:
             return None
-        _KERNEL = numba.njit(cache=True, nogil=True)(pathfinder_arrays)
+        try:  # cached beside this module, or in the user's cache folder when that is read-only
+            _KERNEL = numba.njit(cache=True, nogil=True)(pathfinder_arrays)
+        except RuntimeError:  # no folder numba can cache in: compile in each process instead
+            _KERNEL = numba.njit(cache=False, nogil=True)(pathfinder_arrays)
     return _KERNEL
 
 

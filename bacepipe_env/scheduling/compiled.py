@@ -12,8 +12,8 @@ asked to, or by default when :func:`worth_it` says the run pays for loading numb
 
 numba is imported, and the kernel compiled (once, then cached on disk beside this module, or
 in the user's cache folder when the package's is read-only; afresh in each process when numba
-can cache nowhere), on the first call of :func:`kernel`, never at ``import bacepipe_env``. Setting the
-environment variable ``BACEPIPE_COMPILED=0`` turns the automatic use off.
+can cache nowhere), on the first call of :func:`kernel`, never at ``import bacepipe_env``.
+Setting the environment variable ``BACEPIPE_COMPILED=0`` turns the automatic use off.
 """
 
 from __future__ import annotations

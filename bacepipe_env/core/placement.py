@@ -47,7 +47,7 @@ class Placement:
     def links(self) -> tuple[tuple[int, int], ...]:
         """The directed cross-region links u -> v the pipeline crosses, in order (computed
         once per placement)."""
-        return tuple(zip(self.path[:-1], self.path[1:]))
+        return tuple(pairwise(self.path))
 
     def describe(self, names: Sequence[str]) -> str:
         """Human form, e.g. ``EA-East:48 > US-East-2:32``."""

@@ -401,6 +401,9 @@ class Simulator:
         self._memory = not scenario.ignore_memory
         self._full_gpus: dict[int, int] = {}
         self._jobs = {j.job_id: j for j in scenario.jobs}
+        # submission order, (submit time, id): the arrivals' order and the pending queue's
+        self._order = sorted(self._jobs.values(), key=lambda j: (j.submit_time, j.job_id))
+        self._rank = {j.job_id: i for i, j in enumerate(self._order)}
         self._capacity_rows = scenario.cluster.bandwidth_rows
         self._capacity_total = scenario.cluster.link_capacity
         self._prices = list(scenario.cluster.prices)
@@ -446,7 +449,6 @@ class Simulator:
         # per job shape, its memory floor and pending jobs (see _shape_firsts); None until asked
         self._shapes: list[tuple[int, list[int]]] | None = None
         self._shape_of: dict[int, int] = {}
-        self._rank: dict[int, int] = {}  # job id -> its place in submission order
         self._tried: set[int] = set()
         self._running: dict[int, _Running] = {}
         self._cost_rates: dict[int, float] = {}  # job id -> its run's cost_rate, as _running
@@ -457,7 +459,7 @@ class Simulator:
         self._carbon_accrued = 0.0
         self._seq = 0
         self._heap: list[tuple[float, int, int, int]] = []
-        for job in sorted(self._jobs.values(), key=lambda j: (j.submit_time, j.job_id)):
+        for job in self._order:
             self._push(job.submit_time, _ARRIVAL, job.job_id)
         self._capacity_now: Any = self._capacity_rows  # the links' capacity now (faults)
         if self.faults is not None:
@@ -843,8 +845,6 @@ class Simulator:
     def _shape_queues(self) -> list[tuple[int, list[int]]]:
         """Per shape, its memory floor and its pending jobs in submission order."""
         if self._shapes is None:
-            order = sorted(self._jobs.values(), key=lambda j: (j.submit_time, j.job_id))
-            self._rank = {j.job_id: i for i, j in enumerate(order)}
             keys: dict[tuple[float, float, int], int] = {}
             shapes: list[tuple[int, list[int]]] = []
             for j, p in self._profiles.items():
@@ -1348,11 +1348,9 @@ class Simulator:
         del self._cost_rates[job_id]
         self._release(job_id, run)
         self._close_attempt(job_id, run, self._time, outcome)
-        job = self._jobs[job_id]
-        key = (job.submit_time, job_id)
-        pending, jobs = list(self._pending), self._jobs
+        pending, rank = list(self._pending), self._rank
         i = len(pending)
-        while i and (jobs[pending[i - 1]].submit_time, pending[i - 1]) > key:
+        while i and rank[pending[i - 1]] > rank[job_id]:
             i -= 1
         pending.insert(i, job_id)  # back in submission order
         self._pending = dict.fromkeys(pending)

@@ -200,10 +200,7 @@ class PathfinderPlacement:
             return False
         if self.compiled:
             return True
-        k = view.cluster.n_regions
-        if k < compiled_pathfinder.COMPILED_FROM:
-            return False
-        return compiled_pathfinder.worth_it(k, int(getattr(view, "n_jobs", 0)))
+        return compiled_pathfinder.worth_it(view.cluster.n_regions, int(getattr(view, "n_jobs", 0)))
 
 
 def bace_pipe(partial_take: bool = False, *, compiled: bool | None = None) -> Policy:

@@ -178,13 +178,15 @@ class ObservationEncoder:
         self.features = active_features(enabled)  # the arrays this encoder fills
         self._encoders = tuple((f.name, f.encode) for f in self.features)
         self._cluster: object = None  # the cluster the static arrays were made for
+        self._jobs: object = None  # the jobs (with _cluster) the job tables were made for
         self.grid_hour = None
         self.grid_obs = np.zeros((max_regions, len(GRID_COLUMNS)), dtype=np.float32)
 
     def start(self, scenario: Scenario) -> None:
         """Static parts of an episode's observations."""
         cl, sc = scenario.cluster, self.scales
-        if cl is not self._cluster:  # a named scenario keeps its cluster: so do its arrays
+        same_cluster = cl is self._cluster
+        if not same_cluster:  # a named scenario keeps its cluster: so do its arrays
             self._cluster = cl
             k, kk = cl.n_regions, self.max_regions
             self.k = k
@@ -212,6 +214,13 @@ class ObservationEncoder:
             self.no_outage = np.zeros((kk, len(REGION_FAULT_COLUMNS)), dtype=np.float32)
         self.bandwidth_rows = None
         self.bandwidth_obs = self.bandwidth_static
+        self.grid_hour = None  # a new episode: a new tariff, maybe a new start hour
+        self.down_key, self.down_obs = None, self.no_outage
+        self.links_key, self.links_obs = None, self.healthy_links
+        self.running_key = None
+        if same_cluster and scenario.jobs is self._jobs:
+            return  # a fixed scenario's next episode: the same jobs, so the same job tables
+        self._jobs = scenario.jobs
         lg, lh = sc.log_gbps, sc.log_hours
         self.job_static, self.k_star, self.job_row = {}, {}, {}
         for j, p in scenario.profiles.items():  # they never change during an episode
@@ -232,10 +241,6 @@ class ObservationEncoder:
             ],
             dtype=np.float64,
         ).reshape(len(profiles), 6)
-        self.grid_hour = None  # a new episode: a new tariff, maybe a new start hour
-        self.down_key, self.down_obs = None, self.no_outage
-        self.links_key, self.links_obs = None, self.healthy_links
-        self.running_key = None
 
     def encode(self, d: Decision) -> dict[str, np.ndarray]:
         """The float arrays of this encoder's :data:`FEATURES` at decision ``d``."""
@@ -411,11 +416,25 @@ def _link_faults(enc: ObservationEncoder, d: Decision) -> np.ndarray:
 
 def _running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np.ndarray]:
     """Both running-job arrays of decision ``d``, computed once per decision (the two
-    encoders below share it): a pass over the running jobs' placements and finish times."""
+    encoders below share it)."""
     sim = d.sim
     key = (sim.time, sim.running)
     if key == enc.running_key:
         return enc.running_obs
+    if key[1]:
+        state = _running_arrays(enc, d)
+    else:  # nothing runs: every column is log10(1 + 0) or 0 / x, a zero (a reset's case)
+        state = (
+            np.zeros((enc.max_regions, len(RUNNING_COLUMNS)), dtype=np.float32),
+            np.zeros(len(RELEASE_COLUMNS), dtype=np.float32),
+        )
+    enc.running_key, enc.running_obs = key, state
+    return state
+
+
+def _running_arrays(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np.ndarray]:
+    """The running-job arrays: a pass over the running jobs' placements and finish times."""
+    sim = d.sim
     k, lh, h, now = enc.k, enc.scales.log_hours, SECONDS_PER_HOUR, sim.time
     # per region, in Python floats (as float64 arrays would hold them, in the same order)
     jobs = [0.0] * k
@@ -471,7 +490,6 @@ def _running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np
             hour_gpus / total,
             math.log10(1.0 + all_rem / all_gpus / h) / lh,
         )
-    enc.running_key, enc.running_obs = key, (per_region, overall)
     return per_region, overall
 
 

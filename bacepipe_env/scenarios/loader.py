@@ -14,6 +14,7 @@ import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -330,36 +331,18 @@ class ScenarioTemplate:
         ``numpy.random.default_rng(seed)`` in a fixed order (models, datasets, arrivals, then
         the start hour when it is ``random``)."""
         seed = check_limit("seed", seed)
-        rng = np.random.default_rng(seed)
-        rows = self.rows if self.rows is not None else self._draw(rng)
         start_hour = self.start_hour
-        if start_hour is None:
-            start_hour = float(rng.integers(HOURS_PER_YEAR))
-        tariff = Tariff(
-            self.cluster.prices,
-            self.cluster.carbon,
-            model=self.prices,
-            start_hour=start_hour,
-            zones=self.zones or None,
-            egress_usd_per_gb=self.egress_usd_per_gb,
-            price_changes=self.faults.prices if self.faults is not None else (),
-        )
-        jobs = []
-        for i, row in enumerate(rows):
-            model, batch = self.models[row.model]
-            jobs.append(
-                Job.trusted(  # every value was validated by compile_scenario
-                    job_id=i + 1,
-                    model=model,
-                    dataset=row.dataset,
-                    samples=self.datasets[row.dataset],
-                    batch=batch if row.batch is None else row.batch,
-                    submit_time=float(row.submit_h) * SECONDS_PER_HOUR,
-                    epochs=self.epochs if row.epochs is None else row.epochs,
-                    constants=self.constants,
-                    name=row.name,
-                )
-            )
+        if self.rows is not None and start_hour is not None:
+            jobs, tariff = self._fixed  # nothing to draw: the same jobs for every seed
+        else:
+            rng = np.random.default_rng(seed)
+            rows = self.rows if self.rows is not None else self._draw(rng)
+            if start_hour is None:
+                start_hour = float(rng.integers(HOURS_PER_YEAR))
+                tariff = self._tariff(start_hour)
+            else:
+                tariff = self._start_tariff
+            jobs = self._jobs(rows)
         params = {
             "seed": seed,
             **self.knobs,
@@ -386,6 +369,50 @@ class ScenarioTemplate:
             tariff=tariff,
             faults=self.faults,
         )
+
+    @cached_property
+    def _fixed(self) -> tuple[tuple[Job, ...], Tariff]:
+        """The jobs and tariff of a template that draws nothing (an explicit job list and a
+        fixed start hour), built once: jobs and tariffs are immutable, so every seed's
+        scenario shares them (a named scenario's reset then skips rebuilding them)."""
+        assert self.rows is not None and self.start_hour is not None
+        return self._jobs(self.rows), self._start_tariff
+
+    @cached_property
+    def _start_tariff(self) -> Tariff:
+        """The tariff at the template's fixed start hour, built once (tariffs are immutable)."""
+        assert self.start_hour is not None
+        return self._tariff(self.start_hour)
+
+    def _tariff(self, start_hour: float) -> Tariff:
+        return Tariff(
+            self.cluster.prices,
+            self.cluster.carbon,
+            model=self.prices,
+            start_hour=start_hour,
+            zones=self.zones or None,
+            egress_usd_per_gb=self.egress_usd_per_gb,
+            price_changes=self.faults.prices if self.faults is not None else (),
+        )
+
+    def _jobs(self, rows: Sequence[JobRow]) -> tuple[Job, ...]:
+        jobs = []
+        for i, row in enumerate(rows):
+            model, batch = self.models[row.model]
+            jobs.append(
+                Job.trusted(  # every value was validated by compile_scenario
+                    job_id=i + 1,
+                    model=model,
+                    dataset=row.dataset,
+                    samples=self.datasets[row.dataset],
+                    batch=batch if row.batch is None else row.batch,
+                    submit_time=float(row.submit_h) * SECONDS_PER_HOUR,
+                    epochs=self.epochs if row.epochs is None else row.epochs,
+                    constants=self.constants,
+                    name=row.name,
+                )
+            )
+        return tuple(jobs)
 
     def _draw(self, rng: np.random.Generator) -> list[JobRow]:
         w = self.workload

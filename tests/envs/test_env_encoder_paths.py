@@ -63,3 +63,22 @@ def test_wait_preview_through_the_memo_is_the_plain_function(case):
         memo = features._wait_preview(enc, d)
         plain = features._wait_preview(enc, d._replace(previewer=None))
         assert np.array_equal(memo, plain)
+
+
+def test_idle_running_arrays_are_the_full_pass():
+    """With nothing running (every reset's first decision), the shortcut's zeros are the
+    arrays the pass over running jobs computes: log10(1 + 0) = 0 and 0 / capacity = 0."""
+    idle = 0
+    for case in ("paper", "random clusters", "online, GPU failures"):
+        env_id, kwargs = CASES[case]
+        for enc, d in _decisions(env_id, {**kwargs, "running_features": True}, steps=120):
+            if d.sim.running:
+                continue
+            idle += 1
+            enc.running_key = None
+            short = features._running_state(enc, d)
+            full = features._running_arrays(enc, d)
+            for a, b in zip(short, full):
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+                assert not np.signbit(b).any()  # no -0.0 either way
+    assert idle >= 3  # each case reset at least once

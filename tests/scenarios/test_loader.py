@@ -625,3 +625,22 @@ def test_paper_aws_uses_the_measured_throughput_and_table_ii_otherwise() -> None
     off = bw[~np.eye(6, dtype=bool)]
     assert off.min() == pytest.approx(2.59 * gbps) and off.max() == pytest.approx(4.66 * gbps)
     assert np.all(aws.cluster.latency == 0.0)
+
+
+def test_a_template_that_draws_nothing_shares_its_jobs_and_tariff_across_seeds() -> None:
+    """fig1 lists its jobs and fixes its start hour: every seed's scenario is the same but for
+    params["seed"], so one template hands every seed the same (immutable) jobs and tariff, equal
+    to what a fresh template builds; paper draws its datasets and gets fresh jobs per seed."""
+    from bacepipe_env.scenarios.loader import compile_scenario, load_scenario_spec
+
+    fig1 = compile_scenario(load_scenario_spec("fig1"))
+    a, b = fig1.materialize(1), fig1.materialize(2)
+    assert a.jobs is b.jobs and a.tariff is b.tariff
+    assert (a.params["seed"], b.params["seed"]) == (1, 2)
+    fresh = compile_scenario(load_scenario_spec("fig1")).materialize(2)
+    assert fresh.jobs == b.jobs and fresh.params == b.params
+    assert fresh.tariff.prices == b.tariff.prices and fresh.tariff.carbon == b.tariff.carbon
+    paper = compile_scenario(load_scenario_spec("paper"))
+    p1, p2 = paper.materialize(1), paper.materialize(1)
+    assert p1.jobs is not p2.jobs and p1.jobs == p2.jobs  # drawn again, the same draw
+    assert p1.tariff is p2.tariff  # the fixed start hour's tariff is still shared

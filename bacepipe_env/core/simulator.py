@@ -114,6 +114,9 @@ class PlacementPolicy(Protocol):
 
     ``pure`` says whether the answer depends only on the cluster, the free GPUs, the residual
     bandwidth and the job's profile; the Gym environment then memoises its placement previews.
+    A pure policy may also have a hashable ``memo_key``: policies of one type with equal keys
+    give equal answers, so the environments of one process share their memoised previews
+    (without one, only the envs given the same policy object share them).
     """
 
     name: str

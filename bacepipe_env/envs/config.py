@@ -3,6 +3,7 @@ resolution of its arguments (scenario source, placement policy, config mappings,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -14,6 +15,7 @@ from ..core.validate import require_float, require_int
 from ..errors import ValidationError
 from ..policies.registry import make_placement  # the one registry of placements
 from ..scenarios.generators import RandomScenarioGenerator, ScenarioSampler
+from ..scenarios.loader import list_scenarios
 
 __all__ = [
     "RESET_OPTIONS",
@@ -134,12 +136,34 @@ def make_generator(
     if scenario == "random":
         return RandomScenarioGenerator(**scenario_knobs)
     if isinstance(scenario, str):
-        return ScenarioSampler(scenario, **scenario_knobs)
+        key = _knobs_key(scenario_knobs) if scenario in list_scenarios() else None
+        if key is not None:
+            return _shared_sampler(scenario, key)
+        return ScenarioSampler(scenario, **scenario_knobs)  # a file (it may change) or lists
     if isinstance(scenario, Scenario):
         return FixedScenario(scenario)
     if callable(scenario):
         return scenario
     raise ValidationError("scenario", scenario, "must be a name, a Scenario or a generator")
+
+
+def _knobs_key(knobs: Mapping[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
+    """The knobs as a hashable key, each value with its type (``1``, ``1.0`` and ``True`` are
+    different knobs); None when a value cannot be hashed (a list: a matrix or a fault list)."""
+    key = tuple(sorted((name, type(value), value) for name, value in knobs.items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+@functools.lru_cache(maxsize=32)
+def _shared_sampler(source: str, key: tuple[tuple[str, type, Any], ...]) -> ScenarioSampler:
+    """One sampler per built-in scenario and knobs in a process, shared by every env made with
+    them: a sampler is immutable (its draws come from the caller's generator), and one cluster
+    object lets the envs of a vector env share their memoised placement previews."""
+    return ScenarioSampler(source, **{name: value for name, _, value in key})
 
 
 #: The largest window and region padding an env takes: its arrays are ``max_queue`` rows and

@@ -10,15 +10,16 @@ and job shape.
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import NamedTuple
 
 from ..core.perf import preview_iteration_time
 from ..core.placement import Placement
 from ..core.simulator import PlacementPolicy, Release, Simulator
 
-__all__ = ["DEFAULT_MEMO_SIZE", "PlacementPreviewer", "Preview"]
+__all__ = ["DEFAULT_MEMO_SIZE", "PlacementPreviewer", "Preview", "memo_key"]
 
 #: Most (state, job shape) answers a :class:`PlacementPreviewer` keeps; the oldest goes first.
 DEFAULT_MEMO_SIZE = 16384
@@ -27,6 +28,44 @@ _EMPTY = Placement((), ())
 _new = tuple.__new__
 _Answer = tuple[Placement, float, float, bool]
 Waited = tuple[float, Placement]  # (finish time, placement) if the job waits for a release
+
+
+class _Store:
+    """One cluster's remembered answers for one placement behaviour: the previews' memo, the
+    wait previews' memo and the shape ids both are keyed on. States are keyed without the
+    cluster (the store is the cluster's), so a store never holds its own cluster alive."""
+
+    __slots__ = ("after", "memo", "shape_ids")
+
+    def __init__(self) -> None:
+        # (hash of (free, residual), job shape id) -> (that state, (placement, t_iter, $/kWh,
+        # fits in memory)); a hit is checked against the stored state, so a hash collision is
+        # harmless. A shape id is a small int naming one job shape (cheap to hash).
+        self.memo: OrderedDict[tuple[object, ...], tuple[object, _Answer]] = OrderedDict()
+        # the same for the state after the next release: (hash, shape) -> (state, (placement,
+        # t_iter) or None)
+        self.after: OrderedDict[tuple[object, ...], tuple[object, tuple[Placement, float] | None]]
+        self.after = OrderedDict()
+        self.shape_ids: dict[tuple[object, ...], int] = {}  # shape -> id
+
+
+#: cluster -> {(memo key, memo size): store}: the stores pure policies share within a process
+#: (the envs of a vector env on one scenario file see one cluster object). Weak on the cluster:
+#: a random env's old clusters take their stores with them.
+_SHARED: weakref.WeakKeyDictionary[object, dict[Hashable, _Store]] = weakref.WeakKeyDictionary()
+
+
+def memo_key(placement: PlacementPolicy) -> Hashable | None:
+    """What a pure placement policy's answers are shared under: its type with its
+    ``memo_key`` attribute (policies of one type with equal keys give equal answers, as two
+    ``PathfinderPlacement``s with the same ``partial_take`` do), else the policy object itself
+    (``None``, shared with nobody, if it cannot be hashed)."""
+    key = getattr(placement, "memo_key", None)
+    if key is not None:
+        return (type(placement), key)
+    if not isinstance(placement, Hashable):  # a dataclass with eq: answers of its own
+        return None
+    return placement
 
 
 class Preview(NamedTuple):
@@ -51,28 +90,24 @@ class PlacementPreviewer:
         self.placement = placement
         self.pure = placement.pure  # checked by make_placement
         self.memo_size = memo_size
-        # (hash of (cluster, free, residual), job shape id) -> (that state, (placement, t_iter,
-        # $/kWh, fits in memory)); a hit is checked against the stored state, so a hash
-        # collision is harmless. A shape id is a small int naming one job shape (cheap to hash).
-        self._memo: OrderedDict[tuple[object, ...], tuple[object, _Answer]]
-        self._memo = OrderedDict()
-        # the same for the state after the next release: (hash, shape) -> (state, (placement,
-        # t_iter) or None)
-        self._after: OrderedDict[tuple[object, ...], tuple[object, tuple[Placement, float] | None]]
-        self._after = OrderedDict()
+        # the store's key among the cluster's shared ones (None: a store of its own); the memo
+        # size is part of it, so that each store keeps to one size
+        key = memo_key(placement) if self.pure else None
+        self._key = None if key is None else (key, memo_size)
+        self._store = _Store()  # the current cluster's (see _new_cluster)
         self._shapes: dict[int, tuple[object, ...]] = {}  # job id -> its shape, this scenario
         self._sids: dict[int, int] = {}  # job id -> its shape's id, this scenario
-        self._shape_ids: dict[tuple[object, ...], int] = {}  # shape -> id, this cluster's memos
         self._scenario: object = None
         self._cluster: object = None  # the cluster the memos' answers are for
 
     def __len__(self) -> int:
-        return len(self._memo)
+        return len(self._store.memo)
 
     def clear(self) -> None:
-        """Forget every remembered answer."""
-        self._memo.clear()
-        self._after.clear()
+        """Forget every remembered answer of the current cluster (for every previewer that
+        shares them)."""
+        self._store.memo.clear()
+        self._store.after.clear()
 
     def _new_scenario(self, sim: Simulator) -> None:
         if sim.scenario is not self._scenario:
@@ -84,7 +119,7 @@ class PlacementPreviewer:
         self._new_scenario(sim)
         sid = self._sids.get(job)
         if sid is None:
-            ids = self._shape_ids
+            ids = self._store.shape_ids
             sid = self._sids[job] = ids.setdefault(self.shape(sim, job), len(ids))
         return sid
 
@@ -113,12 +148,12 @@ class PlacementPreviewer:
         the finish is ``release.time + I * t_iter``, :meth:`Simulator.execution_time`'s
         product, so the answers are bit for bit the function's."""
         self._new_cluster(sim)
+        memo = self._store.after
         if not self.pure:
-            self._after.clear()
-        memo = self._after
+            memo.clear()
         # the links' capacities now enter t_iter: under faults they are part of the state
         caps = None if sim.faults is None else sim.link_capacity_rows
-        state = (sim.cluster, release.free, release.residual, caps)
+        state = (release.free, release.residual, caps)
         state_hash = hash(state)
         at = release.time
         local: dict[int, tuple[Placement, float] | None] = {}  # shape id -> answer, here
@@ -149,22 +184,33 @@ class PlacementPreviewer:
         return waited
 
     def _new_cluster(self, sim: Simulator) -> None:
-        """Forget every answer when the cluster changes (a random env draws one per episode):
-        no state of the old cluster comes back, and a small memo is a fast one."""
-        if sim.cluster is not self._cluster:
-            self._cluster = sim.cluster
-            self._memo.clear()
-            self._after.clear()
-            # a new cluster has new floors (new shapes): start the ids afresh
-            self._shape_ids, self._scenario = {}, None
+        """Take up the new cluster's store when the cluster changes (a random env draws one
+        per episode): a pure policy's is shared with every previewer of an equal policy on
+        that cluster object in this process (the envs of a vector env); any other policy gets
+        a fresh one. The old cluster's answers are let go (no state of it comes back)."""
+        cluster = sim.cluster
+        if cluster is not self._cluster:
+            self._cluster = cluster
+            if self._key is None:
+                self._store = _Store()
+            else:
+                stores = _SHARED.get(cluster)
+                if stores is None:
+                    stores = _SHARED[cluster] = {}
+                store = stores.get(self._key)
+                if store is None:
+                    store = stores[self._key] = _Store()
+                self._store = store
+            # a new cluster has new floors (new shapes): the store's ids, not the old ones
+            self._scenario = None
 
     def __call__(self, sim: Simulator, window: Sequence[int]) -> list[Preview | None]:
         """Per job of ``window``: its preview, or ``None`` if its placement could not start."""
         self._new_cluster(sim)
+        memo = self._store.memo
         if not self.pure:
-            self._memo.clear()  # only this decision's state may be reused
-        memo = self._memo
-        state = (sim.cluster, sim.free_gpus, sim.residual_rows)
+            memo.clear()  # only this decision's state may be reused
+        state = (sim.free_gpus, sim.residual_rows)
         state_hash = hash(state)  # hashed once per decision, not once per job
         prices = sim.cluster.prices
         self._new_scenario(sim)

@@ -170,6 +170,12 @@ class PathfinderPlacement:
             )
         self.compiled = compiled
 
+    @property
+    def memo_key(self) -> bool:
+        """What fixes the answers (``compiled`` does not): memoised previews are shared by the
+        Pathfinders of a process with the same ``partial_take``."""
+        return self.partial_take
+
     def place(self, view: SchedulerView, job_id: int) -> Placement | None:
         """Pathfinder's path and Cost-Min's GPUs; ``None`` when no GPU is free."""
         prof = view.profile(job_id)

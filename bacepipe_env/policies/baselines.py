@@ -81,6 +81,11 @@ class RulePlacement:
         self.name = rule
         self._rule = PLACEMENT_RULES[rule]
 
+    @property
+    def memo_key(self) -> str:
+        """What fixes the answers: memoised previews are shared by the rules of one name."""
+        return self.name
+
     def place(self, view: SchedulerView, job_id: int) -> Placement | None:
         """The rule's path and allocation on the free GPUs and residual bandwidth."""
         return to_placement(*self._rule(view, view.profile(job_id)))

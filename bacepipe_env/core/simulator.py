@@ -1032,13 +1032,14 @@ class Simulator:
             # fsum is correctly rounded: over the rates' dict, in C, the same float
             self._cost_accrued += dt * math.fsum(self._cost_rates.values())
         else:  # the busy GPUs of each region, times its price's and carbon's integrals
-            tariff, power = self._tariff, self._cluster.power_kw
-            cost = carbon = 0.0
             down = self._down if self.faults is not None else None
-            for r, (cap, free) in enumerate(zip(self._cluster.capacity, self._free)):
-                if cap > free and not (down and down[r]):
-                    cost += (cap - free) * tariff.price_hours(r, t0, t1)
-                    carbon += (cap - free) * tariff.carbon_hours(r, t0, t1)
+            busy = [
+                (r, cap - free)
+                for r, (cap, free) in enumerate(zip(self._cluster.capacity, self._free))
+                if cap > free and not (down and down[r])
+            ]
+            cost, carbon = self._tariff.busy_hours(t0, t1, busy)
+            power = self._cluster.power_kw
             self._cost_accrued += power * cost
             self._carbon_accrued += power * carbon / 1000.0
 

@@ -107,14 +107,25 @@ class _Integrator:
 
     def antiderivative(self, x: float) -> float:
         """The integral from 0 to ``x`` hours."""
-        years = math.floor(x / HOURS_PER_YEAR)
-        rest = x - years * HOURS_PER_YEAR
-        h = min(int(rest), HOURS_PER_YEAR - 1)
-        return float(years * self._total + self._cum[h] + (rest - h) * self._values[h])
+        return self.at_point(_point(x))
+
+    def at_point(self, point: tuple[int, float, int]) -> float:
+        """:meth:`antiderivative` at a :func:`_point` (worked out once for many series)."""
+        years, frac, h = point
+        return float(years * self._total + self._cum[h] + frac * self._values[h])
 
     def integral(self, x0: float, x1: float) -> float:
         """The integral over ``[x0, x1]`` hours."""
         return self.antiderivative(x1) - self.antiderivative(x0)
+
+
+def _point(x: float) -> tuple[int, float, int]:
+    """``x`` hours as (whole years, the fraction of its hour, the hour of the year): what an
+    antiderivative reads of ``x``, the same for every series."""
+    years = math.floor(x / HOURS_PER_YEAR)
+    rest = x - years * HOURS_PER_YEAR
+    h = min(int(rest), HOURS_PER_YEAR - 1)
+    return years, rest - h, h
 
 
 @lru_cache(maxsize=64)
@@ -237,6 +248,32 @@ class Tariff:
         if not self._hourly:
             return self.carbon[region] * (t1 - t0) / 3600.0
         return self._terms[region][1].integral(self._hours(t0), self._hours(t1))
+
+    def busy_hours(
+        self, t0: float, t1: float, busy: Sequence[tuple[int, int]]
+    ) -> tuple[float, float]:
+        """``(sum n * price_hours(r, t0, t1), sum n * carbon_hours(r, t0, t1))`` over the
+        ``(region, n)`` pairs of ``busy``, in their order: the same floats, with the hourly
+        series' reading of ``t0`` and ``t1`` worked out once instead of once per region."""
+        cost = carbon = 0.0
+        if not self._hourly:
+            for r, n in busy:
+                cost += n * self.price_hours(r, t0, t1)
+                carbon += n * self.carbon_hours(r, t0, t1)
+            return cost, carbon
+        p0, p1 = _point(self._hours(t0)), _point(self._hours(t1))
+        prices, terms, windows, dt = self.prices, self._terms, self._windows, t1 - t0
+        for r, n in busy:
+            price_term, carbon_term = terms[r]
+            if windows[r]:  # a scheduled price change on this region: the general path
+                price = self.price_hours(r, t0, t1)
+            else:  # _base_price_hours, its integral from the shared points
+                price = prices[r] * dt / 3600.0 + (
+                    price_term.at_point(p1) - price_term.at_point(p0)
+                )
+            cost += n * price
+            carbon += n * (carbon_term.at_point(p1) - carbon_term.at_point(p0))
+        return cost, carbon
 
     def egress_cost(self, path: Sequence[int], bytes_each_way: float) -> float:
         """Egress charge ($) for ``bytes_each_way`` sent forward over every cross-region hop of

@@ -17,6 +17,8 @@ from importlib import resources
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bacepipe_env.core import Placement, Simulator
 from bacepipe_env.core.tariff import Tariff
@@ -231,3 +233,39 @@ def test_a_region_without_a_series_is_a_one_line_error_under_hourly_prices() -> 
         build_scenario(spec)
     assert "\n" not in str(err.value)
     build_scenario(_scenario([_region("Mars-1", 2, 0.2)]))  # flat prices need no series
+
+
+ZONES = ("EU-West", "US-East-2", "EU-Central", "EA-East", "SEA-South", "OC-East")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    model=st.sampled_from(["flat", "hourly"]),
+    start_hour=st.floats(0.0, 8759.99),
+    t0=st.floats(0.0, 3e8),  # up to ten simulated years: the series wraps
+    dt=st.floats(0.0, 4e5),
+    busy=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 128)), max_size=8),
+    spike=st.booleans(),
+)
+def test_busy_hours_is_the_per_region_sum(model, start_hour, t0, dt, busy, spike) -> None:
+    """The simulator's accrual asks busy_hours once per event; it must be the sum of
+    n * price_hours and of n * carbon_hours, region by region in order, to the last bit (the
+    hourly series' reading of t0 and t1 is shared, the arithmetic is the same)."""
+    from bacepipe_env.core.faults import PriceChange
+
+    changes = [PriceChange(2, 3.0, t0 + dt / 3, t0 + dt / 2 + 1.0)] if spike else []
+    tariff = Tariff(
+        [0.251, 0.156, 0.288, 0.191, 0.222, 0.295],
+        [300.0, 400.0, 350.0, 550.0, 500.0, 650.0],
+        model=model,
+        start_hour=start_hour,
+        zones=ZONES if model == "hourly" else None,
+        price_changes=changes,
+    )
+    t1 = t0 + dt
+    cost = carbon = 0.0
+    for r, n in busy:
+        cost += n * tariff.price_hours(r, t0, t1)
+        carbon += n * tariff.carbon_hours(r, t0, t1)
+    got = tariff.busy_hours(t0, t1, busy)
+    assert got[0].hex() == cost.hex() and got[1].hex() == carbon.hex()

@@ -301,3 +301,18 @@ def test_no_test_module_imports_another():
                 names = [a.name for a in node.names]
             for name in names:
                 assert not name.lstrip(".").startswith(("test_", "tests", "conftest")), (path, name)
+
+
+def test_a_snapshot_deep_copies_to_itself_unless_it_holds_lists():
+    """SB3's DummyVecEnv deep-copies every info at every step: the env's snapshot (tuples of
+    numbers, immutable) copies to itself; one a user built from lists gets a real copy."""
+    import copy
+
+    env = gym.make("bacepipe_env/GeoPipe-v2")
+    _, info = env.reset(seed=0)
+    q = info["queue"]
+    assert copy.deepcopy(q) is q
+    assert copy.deepcopy(info)["queue"] is q
+    listy = QueueSnapshot([1, 2], [3.0, 4.0], [5.0, 6.0], [0.0, 0.0], 4.0, 6.0, 0.1, 0.0)
+    twin = copy.deepcopy(listy)
+    assert twin == listy and twin is not listy and twin.job_ids is not listy.job_ids

@@ -116,7 +116,14 @@ class _Integrator:
 
     def integral(self, x0: float, x1: float) -> float:
         """The integral over ``[x0, x1]`` hours."""
-        return self.antiderivative(x1) - self.antiderivative(x0)
+        return self.between(_point(x0), _point(x1))
+
+    def between(self, p0: tuple[int, float, int], p1: tuple[int, float, int]) -> float:
+        """:meth:`integral` between two :func:`_point` readings."""
+        return self.at_point(p1) - self.at_point(p0)
+
+
+_Points = tuple[tuple[int, float, int], tuple[int, float, int]]  # two _point readings
 
 
 def _point(x: float) -> tuple[int, float, int]:
@@ -228,51 +235,50 @@ class Tariff:
             return self.carbon[region]
         return self._terms[region][1].at(self._hours(t))
 
-    def price_hours(self, region: int, t0: float, t1: float) -> float:
-        """``integral of price_r(t) dt`` over ``[t0, t1]`` seconds, t in hours ($/kWh * h)."""
-        total = self._base_price_hours(region, t0, t1)
+    def price_hours(
+        self, region: int, t0: float, t1: float, points: _Points | None = None
+    ) -> float:
+        """``integral of price_r(t) dt`` over ``[t0, t1]`` seconds, t in hours ($/kWh * h).
+        ``points``: :meth:`_points` of ``t0, t1``, when a caller shares them across regions."""
+        total = self._base_price_hours(region, t0, t1, points)
         for c in self._windows[region]:  # each change adds (factor - 1) x price on its overlap
             a, b = max(t0, c.start), min(t1, c.end)
             if b > a:
                 total += (c.factor - 1.0) * self._base_price_hours(region, a, b)
         return total
 
-    def _base_price_hours(self, region: int, t0: float, t1: float) -> float:
+    def _base_price_hours(
+        self, region: int, t0: float, t1: float, points: _Points | None = None
+    ) -> float:
         base = self.prices[region] * (t1 - t0) / 3600.0
         if not self._hourly:
             return base
-        return base + self._terms[region][0].integral(self._hours(t0), self._hours(t1))
+        return base + self._terms[region][0].between(*(points or self._points(t0, t1)))
 
-    def carbon_hours(self, region: int, t0: float, t1: float) -> float:
-        """``integral of carbon_r(t) dt`` over ``[t0, t1]`` seconds, t in hours (g/kWh * h)."""
+    def carbon_hours(
+        self, region: int, t0: float, t1: float, points: _Points | None = None
+    ) -> float:
+        """``integral of carbon_r(t) dt`` over ``[t0, t1]`` seconds, t in hours (g/kWh * h);
+        ``points`` as :meth:`price_hours`'s."""
         if not self._hourly:
             return self.carbon[region] * (t1 - t0) / 3600.0
-        return self._terms[region][1].integral(self._hours(t0), self._hours(t1))
+        return self._terms[region][1].between(*(points or self._points(t0, t1)))
+
+    def _points(self, t0: float, t1: float) -> _Points:
+        """The hourly series' reading of ``t0`` and ``t1`` (seconds), the same for every zone."""
+        return _point(self._hours(t0)), _point(self._hours(t1))
 
     def busy_hours(
         self, t0: float, t1: float, busy: Sequence[tuple[int, int]]
     ) -> tuple[float, float]:
         """``(sum n * price_hours(r, t0, t1), sum n * carbon_hours(r, t0, t1))`` over the
-        ``(region, n)`` pairs of ``busy``, in their order: the same floats, with the hourly
-        series' reading of ``t0`` and ``t1`` worked out once instead of once per region."""
+        ``(region, n)`` pairs of ``busy``, in their order, with the hourly series' reading of
+        ``t0`` and ``t1`` worked out once instead of once per region (the same floats)."""
+        points = self._points(t0, t1) if self._hourly else None
         cost = carbon = 0.0
-        if not self._hourly:
-            for r, n in busy:
-                cost += n * self.price_hours(r, t0, t1)
-                carbon += n * self.carbon_hours(r, t0, t1)
-            return cost, carbon
-        p0, p1 = _point(self._hours(t0)), _point(self._hours(t1))
-        prices, terms, windows, dt = self.prices, self._terms, self._windows, t1 - t0
         for r, n in busy:
-            price_term, carbon_term = terms[r]
-            if windows[r]:  # a scheduled price change on this region: the general path
-                price = self.price_hours(r, t0, t1)
-            else:  # _base_price_hours, its integral from the shared points
-                price = prices[r] * dt / 3600.0 + (
-                    price_term.at_point(p1) - price_term.at_point(p0)
-                )
-            cost += n * price
-            carbon += n * (carbon_term.at_point(p1) - carbon_term.at_point(p0))
+            cost += n * self.price_hours(r, t0, t1, points)
+            carbon += n * self.carbon_hours(r, t0, t1, points)
         return cost, carbon
 
     def egress_cost(self, path: Sequence[int], bytes_each_way: float) -> float:

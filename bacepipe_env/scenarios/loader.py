@@ -331,18 +331,16 @@ class ScenarioTemplate:
         ``numpy.random.default_rng(seed)`` in a fixed order (models, datasets, arrivals, then
         the start hour when it is ``random``)."""
         seed = check_limit("seed", seed)
-        start_hour = self.start_hour
-        if self.rows is not None and start_hour is not None:
-            jobs, tariff = self._fixed  # nothing to draw: the same jobs for every seed
+        if self.rows is not None and self.start_hour is not None:  # nothing to draw
+            jobs, start_hour, tariff = self._listed_jobs, self.start_hour, self._start_tariff
         else:
             rng = np.random.default_rng(seed)
-            rows = self.rows if self.rows is not None else self._draw(rng)
-            if start_hour is None:
+            jobs = self._listed_jobs if self.rows is not None else self._jobs(self._draw(rng))
+            if self.start_hour is None:
                 start_hour = float(rng.integers(HOURS_PER_YEAR))
                 tariff = self._tariff(start_hour)
             else:
-                tariff = self._start_tariff
-            jobs = self._jobs(rows)
+                start_hour, tariff = self.start_hour, self._start_tariff
         params = {
             "seed": seed,
             **self.knobs,
@@ -371,12 +369,11 @@ class ScenarioTemplate:
         )
 
     @cached_property
-    def _fixed(self) -> tuple[tuple[Job, ...], Tariff]:
-        """The jobs and tariff of a template that draws nothing (an explicit job list and a
-        fixed start hour), built once: jobs and tariffs are immutable, so every seed's
+    def _listed_jobs(self) -> tuple[Job, ...]:
+        """The jobs of an explicit job list, built once: jobs are immutable, so every seed's
         scenario shares them (a named scenario's reset then skips rebuilding them)."""
-        assert self.rows is not None and self.start_hour is not None
-        return self._jobs(self.rows), self._start_tariff
+        assert self.rows is not None
+        return self._jobs(self.rows)
 
     @cached_property
     def _start_tariff(self) -> Tariff:

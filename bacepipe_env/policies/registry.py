@@ -237,6 +237,14 @@ def make_placement(placement: str | PlacementPolicy) -> PlacementPolicy:
                 placement,
                 "must declare pure = True or False (may previews be memoised?)",
             )
+        try:
+            hash(getattr(placement, "memo_key", None))
+        except TypeError:
+            raise ValidationError(
+                "placement",
+                placement,
+                "has a memo_key that cannot be hashed (it names the policy's answers)",
+            ) from None
         return placement
     try:
         return PLACEMENTS[placement]()

@@ -128,6 +128,11 @@ def test_a_placement_object_must_declare_whether_it_is_pure():
     declared.pure = False
     assert make_placement(declared) is declared
     assert make_placement("pathfinder").pure is True
+    declared.pure, declared.memo_key = True, ["not", "hashable"]
+    with pytest.raises(ValidationError, match="placement: has a memo_key that cannot be hashed"):
+        make_placement(declared)
+    declared.memo_key = ("a", 1)
+    assert make_placement(declared) is declared
 
 
 @pytest.mark.parametrize(

@@ -19,8 +19,16 @@ from typing import Any
 
 from . import __version__
 from .core.admission import ADMISSION_RULES
-from .core.faults import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_RESTART_S, LLAMA3_FAILURE_RATE
+from .core.faults import (
+    DEFAULT_CHECKPOINT_INTERVAL_S,
+    DEFAULT_MAX_PREEMPTIONS,
+    DEFAULT_PREEMPT_CHECKPOINT_S,
+    DEFAULT_RESTART_S,
+    LLAMA3_FAILURE_RATE,
+    LOSE_SINCE_CHECKPOINT,
+)
 from .core.limits import LIMITS, Limit, check_limit
+from .core.preemption import PREEMPTION_RULES, check_preemption
 from .core.simulator import RunResult
 from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
@@ -116,6 +124,29 @@ def _parser() -> argparse.ArgumentParser:
             metavar="RULE",
             help=f"when an offered placement starts: {', '.join(ADMISSION_RULES)} "
             "(default: the scenario's, greedy)",
+        )
+        p.add_argument(
+            "--preemption",
+            default=None,
+            metavar="RULE",
+            help=f"which running job a pending one may stop: {', '.join(PREEMPTION_RULES)}, "
+            "with settings after a colon (srtf:factor=3,min_run_h=0.5; las:threshold_gpu_h=200); "
+            "a policy's own rule wins (default: the scenario's, none)",
+        )
+        p.add_argument(
+            "--preempt-checkpoint",
+            default=None,
+            metavar=f"S|{LOSE_SINCE_CHECKPOINT}",
+            help="seconds a preempted job holds its GPUs writing a checkpoint, or "
+            f"{LOSE_SINCE_CHECKPOINT} (it stops at once and loses the work since its last "
+            f"periodic checkpoint; default: the scenario's, {DEFAULT_PREEMPT_CHECKPOINT_S:g})",
+        )
+        p.add_argument(
+            "--max-preemptions",
+            default=None,
+            metavar="N",
+            help="the most times one job may be preempted (default: the scenario's, "
+            f"{DEFAULT_MAX_PREEMPTIONS})",
         )
         p.add_argument(
             "--ignore-memory",
@@ -486,11 +517,13 @@ def _hour_of_2023(hour: float) -> str:
 def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None = None) -> str:
     """The per-job table and the totals, in hours, dollars and kg CO2e (an ``egress $`` column
     and total when the run charged egress; with ``faults``, a ``restarts`` column and the
-    restarts, wasted GPU-hours and wasted cost in the totals). ``faults`` defaults to whether
+    restarts, wasted GPU-hours and wasted cost in the totals; under a preemption rule, a
+    ``preempted`` column and the preemptions in the totals). ``faults`` defaults to whether
     the run restarted or wasted anything; ``bacepipe simulate`` passes whether the scenario
     configured faults."""
-    if faults is None:
-        faults = result.n_restarts > 0 or result.wasted_gpu_hours > 0
+    preempts = result.preemption != "none"
+    if faults is None or preempts:
+        faults = bool(faults) or result.n_restarts > 0 or result.wasted_gpu_hours > 0
     head = [
         "job",
         "model",
@@ -509,6 +542,8 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
         head.append("egress $")
     if faults:
         head.append("restarts")
+    if preempts:
+        head.append("preempted")
     rows = []
     for r in result.records:
         row = [
@@ -529,6 +564,8 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
             row.append(f"{r.egress_cost:,.2f}")
         if faults:
             row.append(str(r.restarts))
+        if preempts:
+            row.append(str(r.preemptions))
         rows.append(row)
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
     text = {0, 1, 2, 6}  # the other columns are numbers, right-aligned
@@ -552,7 +589,9 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
         tariff += ", egress charged"
     out.append(
         f"scenario {result.scenario}, policy {result.policy}, {len(rows)} jobs, "
-        f"{result.admission} admission, {memory}, {tariff}"
+        f"{result.admission} admission, "
+        + (f"{result.preemption} preemption, " if preempts else "")
+        + f"{memory}, {tariff}"
     )
     out.append(f"  average JCT      {hours(result.avg_jct):12.2f} h")
     out.append(f"  JCT p50          {hours(result.jct_p50):12.2f} h")
@@ -562,6 +601,8 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
     out.append(f"  total cost       {result.total_cost:12,.2f} $")
     if result.egress:
         out.append(f"  egress cost      {result.total_egress_cost:12,.2f} $")
+    if preempts:
+        out.append(f"  preemptions      {result.n_preemptions:12d}")
     if faults:
         out.append(f"  restarts         {result.n_restarts:12d}")
         out.append(f"  wasted GPU-hours {result.wasted_gpu_hours:12,.2f} GPU-h")
@@ -641,6 +682,29 @@ def _faults(args: argparse.Namespace) -> dict[str, Any]:
         )
     if args.restart_s is not None:
         knobs["restart_s"] = flag_number("--restart-s", args.restart_s, "restart_s")
+    if args.preemption is not None:
+        try:
+            knobs["preemption"] = check_preemption(args.preemption, field="--preemption")
+        except ValidationError as err:
+            raise ValidationError("--preemption", args.preemption, err.reason) from None
+    if args.preempt_checkpoint is not None:
+        if args.preempt_checkpoint == LOSE_SINCE_CHECKPOINT:
+            knobs["preempt_checkpoint_s"] = LOSE_SINCE_CHECKPOINT
+        else:
+            try:
+                knobs["preempt_checkpoint_s"] = flag_number(
+                    "--preempt-checkpoint", args.preempt_checkpoint, "preempt_checkpoint_s"
+                )
+            except ValidationError:
+                raise ValidationError(
+                    "--preempt-checkpoint",
+                    args.preempt_checkpoint,
+                    f"must be seconds in [0, 1e7] or {LOSE_SINCE_CHECKPOINT}",
+                ) from None
+    if args.max_preemptions is not None:
+        knobs["max_preemptions"] = flag_number(
+            "--max-preemptions", args.max_preemptions, "max_preemptions"
+        )
     return knobs
 
 

@@ -27,6 +27,14 @@ minutes, and Huawei's MindCluster guide for foundation-model training saves once
 ``restart_s = 600`` (ten minutes to reschedule, re-initialise collective communication and
 load the checkpoint). Meta's Llama 3 report counts 419 unexpected interruptions in 54 days on
 16,384 GPUs: about 2e-5 failures per GPU-hour, the rate the docs use as "measured".
+
+The same model prices a deliberate preemption (:mod:`bacepipe_env.core.preemption`): a
+preempted job writes a checkpoint of its state now, holding its GPUs for
+``preempt_checkpoint_s`` (default 60 s: each GPU writes its stages' shard in parallel), or,
+with ``preempt_checkpoint_s = None`` ("lose-since-checkpoint"), stops at once and loses the
+work since its last periodic checkpoint, as a failure does. Its next attempt restarts in
+``restart_s``. No job is preempted more than ``max_preemptions`` times (default 4): the bound
+that rules out livelock whatever the rule (or a learned agent) does.
 """
 
 from __future__ import annotations
@@ -43,8 +51,11 @@ _TIME = LIMITS["events.start_h"].scaled(SECONDS_PER_HOUR, "s")
 
 __all__ = [
     "DEFAULT_CHECKPOINT_INTERVAL_S",
+    "DEFAULT_MAX_PREEMPTIONS",
+    "DEFAULT_PREEMPT_CHECKPOINT_S",
     "DEFAULT_RESTART_S",
     "LLAMA3_FAILURE_RATE",
+    "LOSE_SINCE_CHECKPOINT",
     "OUTCOMES",
     "Attempt",
     "FaultModel",
@@ -58,7 +69,11 @@ DEFAULT_RESTART_S = 600.0
 #: Llama 3 (2024): 419 unexpected interruptions in 54 days on 16,384 GPUs, per GPU-hour.
 LLAMA3_FAILURE_RATE = 419 / (54 * 24 * 16384)
 #: How an attempt ended.
-OUTCOMES = ("completed", "failed", "outage")
+OUTCOMES = ("completed", "failed", "outage", "preempted")
+DEFAULT_PREEMPT_CHECKPOINT_S = 60.0
+DEFAULT_MAX_PREEMPTIONS = 4
+#: ``preempt_checkpoint_s`` as scenario files and the CLI write "None".
+LOSE_SINCE_CHECKPOINT = "lose-since-checkpoint"
 
 
 def _window(where: str, start: float, end: float) -> tuple[float, float]:
@@ -150,7 +165,10 @@ class Attempt:
 
 @dataclass(frozen=True)
 class FaultModel:
-    """What can go wrong in a scenario: scheduled events and a GPU failure rate (SPEC 11)."""
+    """What can go wrong in a scenario: scheduled events and a GPU failure rate (SPEC 11);
+    and what an interrupted attempt costs, by a fault or by a preemption (SPEC 3c): the
+    checkpoints, the restart, the checkpoint written at a preemption (None: the work since the
+    last periodic checkpoint is lost instead) and the most preemptions of one job."""
 
     outages: tuple[Outage, ...] = ()
     links: tuple[LinkChange, ...] = ()
@@ -158,13 +176,28 @@ class FaultModel:
     gpu_failure_rate: float = 0.0  # failures per GPU-hour
     checkpoint_interval_s: float = DEFAULT_CHECKPOINT_INTERVAL_S
     restart_s: float = DEFAULT_RESTART_S
+    preempt_checkpoint_s: float | None = DEFAULT_PREEMPT_CHECKPOINT_S
+    max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "outages", tuple(self.outages))
         object.__setattr__(self, "links", tuple(self.links))
         object.__setattr__(self, "prices", tuple(self.prices))
-        for key in ("gpu_failure_rate", "checkpoint_interval_s", "restart_s"):
+        for key in ("gpu_failure_rate", "checkpoint_interval_s", "restart_s", "max_preemptions"):
             object.__setattr__(self, key, check_limit(key, getattr(self, key)))
+        if self.preempt_checkpoint_s is not None:
+            value = check_limit("preempt_checkpoint_s", self.preempt_checkpoint_s)
+            object.__setattr__(self, "preempt_checkpoint_s", value)
+
+    @property
+    def recovery_default(self) -> bool:
+        """Whether the checkpoint, restart and preemption settings are all the defaults."""
+        return (
+            self.checkpoint_interval_s == DEFAULT_CHECKPOINT_INTERVAL_S
+            and self.restart_s == DEFAULT_RESTART_S
+            and self.preempt_checkpoint_s == DEFAULT_PREEMPT_CHECKPOINT_S
+            and self.max_preemptions == DEFAULT_MAX_PREEMPTIONS
+        )
 
     @property
     def active(self) -> bool:

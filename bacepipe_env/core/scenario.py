@@ -7,13 +7,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..errors import ScenarioError
+from ..errors import ScenarioError, ValidationError
 from .admission import ADMISSION_RULES
 from .cluster import Cluster
 from .faults import FaultModel
 from .job import Job
 from .memory import layers_per_stage
 from .perf import JobProfile, ProfileCache
+from .preemption import check_preemption
 from .tariff import Tariff
 
 __all__ = ["Scenario"]
@@ -29,7 +30,10 @@ class Scenario:
     decides whether an offered placement is taken now (SPEC section 3b). ``tariff`` prices
     electricity, carbon and egress over time (SPEC section 10); the default is the cluster's
     flat prices and carbon intensities, without egress. ``faults`` (SPEC section 11) lists the
-    outages, link and price changes and the GPU failure rate; None is the perfect world.
+    outages, link and price changes and the GPU failure rate, and what an interrupted attempt
+    costs; None is the perfect world with the default costs. ``preemption`` names the rule that
+    decides whether a running job is stopped so that a pending one can start (SPEC 3c):
+    ``none`` (the default), ``srtf`` or ``las``, with settings (``srtf:factor=3``).
     """
 
     name: str
@@ -42,6 +46,7 @@ class Scenario:
     admission: str = "greedy"
     tariff: Tariff = None  # type: ignore[assignment]  # None: flat, from the cluster
     faults: FaultModel | None = None
+    preemption: str = "none"
 
     def __post_init__(self) -> None:
         jobs = tuple(self.jobs)
@@ -57,6 +62,10 @@ class Scenario:
         if self.admission not in ADMISSION_RULES:
             known = ", ".join(ADMISSION_RULES)
             raise ScenarioError("admission", self.admission, f"unknown rule; choose from: {known}")
+        try:
+            object.__setattr__(self, "preemption", check_preemption(self.preemption))
+        except ValidationError as err:
+            raise ScenarioError("preemption", self.preemption, err.reason) from None
         if self.faults is not None:
             if not isinstance(self.faults, FaultModel):
                 raise ScenarioError("faults", self.faults, "must be a FaultModel")

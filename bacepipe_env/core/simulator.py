@@ -31,13 +31,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import PlacementError, SimulationError, choices
+from ..errors import PlacementError, SimulationError, ValidationError, choices
 from .admission import AdmissionRule, make_admission
 from .cluster import Cluster
 from .faults import Attempt, FaultModel
 from .network import network_utilization_rows
 from .perf import JobProfile, electricity_cost, iteration_time, placement_comm_times
 from .placement import Placement
+from .preemption import Beneficiary, PreemptionRule, PreemptionView, RunningJob, make_preemption
 from .scenario import Scenario
 from .tariff import Tariff
 from .units import SECONDS_PER_HOUR, hours
@@ -53,8 +54,9 @@ __all__ = [
     "Simulator",
 ]
 
-# Event kinds, in their order at one instant: completions, then faults, then arrivals.
-_COMPLETION, _FAULT, _ARRIVAL = 0, 1, 2
+# Event kinds, in their order at one instant: completions, then faults, then arrivals, then
+# wake-ups (a running attempt has run long enough to be preempted: a decision point, SPEC 3c).
+_COMPLETION, _FAULT, _ARRIVAL, _WAKE = 0, 1, 2, 3
 
 #: A placement may reserve up to this relative amount more than a link's residual bandwidth:
 #: Alg. 1 checks ``A / b <= t_comp(g)`` while the ledger books ``b(g) = A / t_comp(g)``, and the
@@ -157,8 +159,13 @@ class JobRecord:
 
     @property
     def restarts(self) -> int:
-        """Attempts after the first (0 in a world without faults)."""
+        """Attempts after the first (0 in a world without faults or preemption)."""
         return max(0, len(self.attempts) - 1)
+
+    @property
+    def preemptions(self) -> int:
+        """Attempts that a preemption ended (SPEC 3c)."""
+        return sum(1 for a in self.attempts if a.outcome == "preempted")
 
     @property
     def gpu_seconds(self) -> float:
@@ -195,6 +202,7 @@ class JobRecord:
             "slowdown": self.slowdown,
             "reserved_bandwidth_Bps": self.reserved_bandwidth,
             "restarts": self.restarts,
+            "preemptions": self.preemptions,
             "wasted_gpu_hours": hours(self.wasted_gpu_seconds),
             "wasted_cost_usd": self.wasted_cost,
             "attempts": [
@@ -239,10 +247,12 @@ class RunResult:
     prices: str = "flat"  # the tariff's price model
     start_hour: float = 0.0  # the hour of 2023 that time 0 falls on (hourly prices)
     egress: bool = False  # whether egress was charged
-    n_restarts: int = 0  # attempts that followed a failure or an outage
+    n_restarts: int = 0  # attempts that followed a failure, an outage or a preemption
     wasted_gpu_hours: float = 0.0  # restarts and work lost to faults
     wasted_cost: float = 0.0  # $ of electricity of the wasted GPU-hours
     gpu_hours: float = 0.0  # every GPU-hour held, useful + wasted
+    preemption: str = "none"  # the preemption rule the run used (SPEC 3c)
+    n_preemptions: int = 0  # attempts a preemption ended
 
     @property
     def throughput(self) -> float:
@@ -265,6 +275,8 @@ class RunResult:
             "mean_slowdown": self.mean_slowdown,
             "throughput_jobs_per_h": self.throughput,
             "n_restarts": self.n_restarts,
+            "preemption": self.preemption,
+            "n_preemptions": self.n_preemptions,
             "gpu_hours": self.gpu_hours,
             "wasted_gpu_hours": self.wasted_gpu_hours,
             "wasted_cost_usd": self.wasted_cost,
@@ -337,12 +349,15 @@ class _Running:
     price_sum: float  # sum_r n_r P_r, $/kWh (flat prices)
     carbon_sum: float  # sum_r n_r c_r, g/kWh (flat carbon)
     token: int = 0  # the sequence number of its live completion event
-    # With faults (SPEC 11) only:
+    # With faults (SPEC 11) or preemption (SPEC 3c) only:
     attempt_id: int = 0
     restart: float = 0.0  # s restoring a checkpoint before computing
     iters: float = 0.0  # iterations left when the attempt started
     # (time, iterations left then, seconds per iteration from then on), from compute start
     segments: list[tuple[float, float, float]] | None = None
+    # preempted at this time, writing its checkpoint until ``finish`` (None: not preempted)
+    preempted_at: float | None = None
+    wake: int = -1  # the sequence number of its live wake-up event (preemption only)
 
     @property
     def compute_start(self) -> float:
@@ -350,8 +365,11 @@ class _Running:
         return self.start + self.restart
 
     def iters_left(self, t: float) -> float:
-        """Iterations still to do at time ``t`` (faults only)."""
+        """Iterations still to do at time ``t`` (faults and preemption only); a preempted
+        attempt computes nothing after its preemption."""
         assert self.segments is not None
+        if self.preempted_at is not None and t > self.preempted_at:
+            t = self.preempted_at
         if t <= self.compute_start:
             return self.iters
         t0, left, t_iter = self.segments[0]
@@ -378,9 +396,15 @@ class Simulator:
     The simulator owns the cluster state (free GPUs, the bandwidth ledger) and the clock; the
     ordering decision is made outside, by :meth:`run`'s ordering policy or by whoever calls
     :meth:`place`. ``admission`` (a rule name or object; default: the scenario's, ``greedy``
-    unless it says otherwise) decides whether an offered placement starts now. Validation of
-    every placement against constraints (5), (6), the K* cap and GPU memory is on by default;
-    a violation raises :class:`PlacementError`.
+    unless it says otherwise) decides whether an offered placement starts now; ``preemption``
+    (a rule spec or object, default the scenario's, ``none`` unless it says otherwise) whether
+    a running job is stopped at the end of a scheduling pass so that a pending one can start
+    (SPEC 3c). With ``preemption_decisions`` the caller decides instead (what the Gymnasium
+    environment's preempt actions do): :meth:`next_decision` then also stops at the end of a
+    pass where a preemption would let a pending job start, returning ``()``, and the caller
+    answers with :meth:`preempt` or :meth:`defer`. Validation of every placement against
+    constraints (5), (6), the K* cap and GPU memory is on by default; a violation raises
+    :class:`PlacementError`.
     """
 
     def __init__(
@@ -391,11 +415,36 @@ class Simulator:
         admission: str | AdmissionRule | None = None,
         validate: bool = True,
         fault_seed: int | None = None,
+        preemption: str | PreemptionRule | None = None,
+        preemption_decisions: bool = False,
+        preemption_wake_s: float = 3600.0,
     ) -> None:
         self.scenario = scenario
         self.placement_policy = placement
         self.admission = make_admission(scenario.admission if admission is None else admission)
         self._greedy = self.admission.name == "greedy"
+        self.preemption: PreemptionRule = make_preemption(
+            scenario.preemption if preemption is None else preemption
+        )
+        if not isinstance(preemption_decisions, bool):
+            raise ValidationError("preemption_decisions", preemption_decisions, "must be a bool")
+        if preemption_decisions and self.preemption.name != "none":
+            raise ValidationError(
+                "preemption",
+                self.preemption.name,
+                "must be 'none' when the caller makes the preemption decisions",
+            )
+        self._agent_preempts = preemption_decisions
+        self._preempts = preemption_decisions or self.preemption.name != "none"
+        # each attempt becomes a decision point once it has run this long (0: never)
+        wake = (
+            preemption_wake_s
+            if preemption_decisions
+            else getattr(self.preemption, "min_run_s", 0.0)
+        )
+        if not isinstance(wake, (int, float)) or not 0.0 <= wake < math.inf:
+            raise ValidationError("preemption_wake_s", wake, "must be seconds >= 0")
+        self._wake_s = float(wake)
         self.validate = validate
         self._cluster = scenario.cluster
         self._profiles = scenario.profiles
@@ -416,6 +465,11 @@ class Simulator:
         self._carbon = tariff.carbon
         faults = scenario.faults
         self.faults: FaultModel | None = faults if faults is not None and faults.dynamic else None
+        # the checkpoint, restart and preemption settings, faults or not
+        self._recovery = faults if faults is not None else FaultModel()
+        # attempts are tracked when one can end early or change speed
+        self._attempts_on = self.faults is not None or self._preempts
+        self._shape_keys: dict[int, tuple[object, ...]] = {}  # see _placement_shape
         self._fault_seed = int(scenario.params.get("seed", 0)) if fault_seed is None else fault_seed
         self._columns: tuple[np.ndarray, np.ndarray] | None = None  # see priority_columns
         self._price_array: np.ndarray | None = None  # see placement_arrays
@@ -465,6 +519,10 @@ class Simulator:
         for job in self._order:
             self._push(job.submit_time, _ARRIVAL, job.job_id)
         self._capacity_now: Any = self._capacity_rows  # the links' capacity now (faults)
+        self._preempt_asked = False  # the preemption rule was asked at this pass's end
+        self._held: list[int] = []  # preempted at this instant: not offered in its pass
+        if self._attempts_on:
+            self._reset_attempts()
         if self.faults is not None:
             self._reset_faults(self.faults)
 
@@ -664,7 +722,11 @@ class Simulator:
         if not self._running:
             return None
         t = min(r.finish for r in self._running.values())
-        done = {j for j, r in self._running.items() if r.finish == t}
+        return self._state_without({j for j, r in self._running.items() if r.finish == t}, t)
+
+    def _state_without(self, done: set[int], t: float) -> Release:
+        """The cluster at time ``t`` once the running jobs ``done`` have given back their GPUs
+        and bandwidth (the others keep theirs)."""
         free = list(self._free)
         touched: set[tuple[int, int]] = set()
         for j in done:
@@ -736,6 +798,19 @@ class Simulator:
         return self._carbon_accrued
 
     @property
+    def recovery(self) -> FaultModel:
+        """What an interrupted attempt costs: the checkpoint interval, the restart, the
+        checkpoint written at a preemption and the most preemptions of a job (the scenario's
+        fault model, or the defaults)."""
+        return self._recovery
+
+    @property
+    def preempts(self) -> bool:
+        """Whether running jobs may be preempted in this run (a rule, or the caller's
+        decisions)."""
+        return self._preempts
+
+    @property
     def tariff(self) -> Tariff:
         """The scenario's prices, carbon intensities and egress charges over time."""
         return self._tariff
@@ -745,7 +820,7 @@ class Simulator:
         """True while an arrival, a completion or a fault is still to come (stale events, a
         failure after its attempt ended or a completion a slowdown moved, do not count)."""
         heap = self._heap
-        if self.faults is not None:
+        if self._attempts_on:
             while heap and self._stale(heap[0]):
                 heapq.heappop(heap)  # it would be skipped when reached anyway
         return bool(heap)
@@ -816,6 +891,16 @@ class Simulator:
                         fit = fit[~np.isin(fit, np.fromiter(tried, np.intp, len(tried)))]
                     if len(fit):
                         return fit
+            if self._preempts and not self._preempt_asked:
+                self._preempt_asked = True  # once per pass end (a preemption asks again)
+                if self._agent_preempts:
+                    if self._running and self._pending and self.preemption_view().options():
+                        return ()
+                elif self._running and self._pending:
+                    victim = self.preemption.choose(self.preemption_view())
+                    if victim is not None:
+                        self.preempt(victim)
+                        continue
             if not self._heap:
                 if self._pending:
                     what = "that fits in GPU memory " if self._memory else ""
@@ -908,8 +993,10 @@ class Simulator:
         return placement
 
     def defer(self) -> None:
-        """End the current scheduling pass: nothing more is placed until the next event."""
+        """End the current scheduling pass: nothing more is placed (or preempted) until the
+        next event."""
         self._tried.update(self._pending)
+        self._preempt_asked = True
 
     def decline(self, job_ids: Sequence[int]) -> None:
         """Leave these candidates pending until the next event, as if each had been offered
@@ -918,6 +1005,136 @@ class Simulator:
             if job_id in self._pending:
                 self._n_decisions += 1
                 self._tried.add(job_id)
+
+    # ------------------------------------------------------------ preemption (SPEC 3c)
+    def preempt(self, job_id: int) -> None:
+        """Preempt running job ``job_id`` now (SPEC 3c). With a checkpoint at preemption it
+        keeps its GPUs for ``preempt_checkpoint_s`` while it writes one, then returns to the
+        pending queue with all its work kept; with ``lose-since-checkpoint`` (or a zero-second
+        checkpoint) it returns at once, having lost the work since its last periodic checkpoint
+        (nothing, for a zero-second checkpoint). Either way it is not offered again until the
+        next event, and its next attempt restarts in ``restart_s``. A one-line
+        SimulationError unless the job is preemptible (:class:`PreemptionView`)."""
+        if not self._preempts:
+            raise SimulationError("preemption is off: give the simulator a preemption rule")
+        run = self._running.get(job_id)
+        if run is None:
+            raise SimulationError(
+                f"job {job_id} is not running (running: {choices(map(str, self._running), 60)})"
+            )
+        row = self._running_row(job_id, run)
+        if not row.preemptible:
+            raise SimulationError(
+                f"job {job_id} cannot be preempted now: it is writing its preemption checkpoint, "
+                f"was preempted {row.preemptions} times (max_preemptions "
+                f"{self._recovery.max_preemptions}) or finishes within the checkpoint"
+            )
+        ckpt = self._recovery.preempt_checkpoint_s
+        if not ckpt:  # None (lose since the last checkpoint) or 0 s: it leaves now
+            self._interrupt(job_id, "preempted")
+            self._tried.clear()  # GPUs came free: a new pass, without the job just stopped
+            self._tried.add(job_id)
+        else:
+            run.preempted_at = self._time
+            run.finish = self._time + ckpt
+            run.execution = run.finish - run.start
+            run.token = self._seq
+            self._push(run.finish, _COMPLETION, job_id)
+        self._preempt_asked = False
+
+    def _running_row(self, job_id: int, run: _Running) -> RunningJob:
+        """What a preemption rule reads of one running job."""
+        now, rec = self._time, self._recovery
+        n = run.placement.n_gpus
+        cs = run.compute_start
+        stop = now if run.preempted_at is None else run.preempted_at
+        since = 0.0
+        if stop > cs:
+            ci = rec.checkpoint_interval_s
+            since = (stop - cs) - math.floor((stop - cs) / ci) * ci
+        remaining = max(0.0, run.finish - now)
+        count = self._n_preempted[job_id]
+        preemptible = (
+            run.preempted_at is None
+            and count < rec.max_preemptions
+            and remaining > (rec.preempt_checkpoint_s or 0.0)
+        )
+        attained = self._attained[job_id] + n * (now - run.start)
+        return RunningJob(
+            job_id, n, remaining, attained, now - run.start, run.start, since, count, preemptible
+        )
+
+    def preemption_view(self) -> PreemptionView:
+        """What a preemption rule decides from now (see :class:`PreemptionView`): every running
+        job, and, computed when asked, the pending jobs each preemption would let start. A
+        one-line SimulationError when preemption is off."""
+        if not self._preempts:
+            raise SimulationError("preemption is off: give the simulator a preemption rule")
+        now, rec = self._time, self._recovery
+        rows = tuple(self._running_row(j, run) for j, run in self._running.items())
+        draining = {j for j, run in self._running.items() if run.preempted_at is not None}
+        base = self._state_without(draining, now)
+        base_memo: dict[tuple[object, ...], Placement | None] = {}
+        pending = tuple(self._pending)
+
+        def compute(victim: int) -> tuple[Beneficiary, ...]:
+            state = self._state_without(draining | {victim}, now)
+            memo: dict[tuple[object, ...], Placement | None] = {}
+            out = []
+            for j in pending:
+                key = self._placement_shape(j)
+                if key not in memo:
+                    memo[key] = self.placement_on(j, state)
+                p = memo[key]
+                if p is None:
+                    continue
+                if key not in base_memo:
+                    base_memo[key] = self.placement_on(j, base)
+                if base_memo[key] is not None:
+                    continue  # it can start without this preemption
+                remaining = self._iters_left[j] * self.iteration_time(j, p)
+                if self._attempts[j]:
+                    remaining += rec.restart_s
+                out.append(Beneficiary(j, remaining, self._attained[j], p.n_gpus))
+            return tuple(out)
+
+        def minima() -> tuple[float, float]:
+            lower = min((self._least_remaining(j) for j in pending), default=math.inf)
+            return lower, min((self._attained[j] for j in pending), default=math.inf)
+
+        return PreemptionView(
+            now,
+            rows,
+            minima=minima,
+            checkpoint_s=rec.preempt_checkpoint_s,
+            restart_s=rec.restart_s,
+            compute=compute,
+        )
+
+    def _least_remaining(self, job_id: int) -> float:
+        """A lower bound on the job's remaining time on any placement: Eq. (1) with no
+        communication and K* GPUs' per-stage compute (``L t_comp(L) >= coeff + c0`` and
+        ``Delta >= t_comp(K*)`` for every ``L <= K*``), times its iterations left."""
+        p = self._profiles[job_id]
+        floor = 2.0 * (p.compute_coeff + p.stage_overhead + (p.n_micro - 1) * p.t_comp(p.k_star))
+        restart = self._recovery.restart_s if self._attempts[job_id] else 0.0
+        return restart + self._iters_left[job_id] * floor
+
+    def _placement_shape(self, job_id: int) -> tuple[object, ...]:
+        """What a job's placement depends on besides the cluster's state: jobs of one shape
+        get one placement on one state (the environment's previews group them alike)."""
+        key = self._shape_keys.get(job_id)
+        if key is None:
+            p = self._profiles[job_id]
+            key = self._shape_keys[job_id] = (
+                p.k_star,
+                p.activation_bytes,
+                p.compute_coeff,
+                p.stage_overhead,
+                p.n_micro,
+                self._floors[job_id],
+            )
+        return key
 
     def run(self, ordering: OrderingPolicy) -> RunResult:
         """Run to the end with ``ordering`` choosing among the candidates at each decision.
@@ -984,6 +1201,8 @@ class Simulator:
             start_hour=tariff.start_hour,
             egress=self._egress,
             n_restarts=sum(r.restarts for r in recs),
+            preemption=self.preemption.name,
+            n_preemptions=sum(r.preemptions for r in recs),
             wasted_gpu_hours=hours(math.fsum(r.wasted_gpu_seconds for r in recs)),
             wasted_cost=math.fsum(r.wasted_cost for r in recs),
             gpu_hours=hours(busy),
@@ -1002,7 +1221,7 @@ class Simulator:
             if self._running:
                 self._accrue(self._time, t)
         self._time = t
-        faults = self.faults is not None
+        faults = self._attempts_on
         changed = not faults
         while heap and heap[0][0] == t:
             event = heapq.heappop(heap)
@@ -1013,6 +1232,8 @@ class Simulator:
                 self._finish(job_id)
             elif kind == _FAULT:
                 self._on_fault(job_id)
+            elif kind == _WAKE:
+                pass  # a running attempt may now be preempted: a decision point
             else:
                 self._pending[job_id] = None
                 if self._pending_array is not None:  # kept, not rebuilt: O(1) numpy calls
@@ -1024,6 +1245,10 @@ class Simulator:
             changed = True
         if changed:  # an instant where only stale events fell is no decision point
             self._tried.clear()
+            self._preempt_asked = False
+            if self._held:  # jobs whose preemption ended at this instant sit this pass out
+                self._tried.update(self._held)
+                self._held.clear()
 
     def _accrue(self, t0: float, t1: float) -> None:
         """Cost and carbon of the running jobs over ``[t0, t1]``, where none starts or ends."""
@@ -1118,7 +1343,7 @@ class Simulator:
             price_sum,
             carbon_sum,
         )
-        if self.faults is not None:
+        if self._attempts_on:
             self._begin_attempt(job_id, run, prof)
         run.token = self._seq
         self._running[job_id] = run
@@ -1137,10 +1362,14 @@ class Simulator:
             self._rebook(u, v)
 
     def _finish(self, job_id: int) -> None:
+        if self._running[job_id].preempted_at is not None:  # its checkpoint is written
+            self._interrupt(job_id, "preempted")
+            self._held.append(job_id)  # not offered again before the next event
+            return
         run = self._running.pop(job_id)
         del self._cost_rates[job_id]
         self._release(job_id, run)
-        if self.faults is not None:
+        if self._attempts_on:
             self._finish_after_faults(job_id, run)
             return
         p = run.placement
@@ -1231,6 +1460,15 @@ class Simulator:
         self._alpha = None
 
     # ------------------------------------------------------------------ faults (SPEC 11)
+    def _reset_attempts(self) -> None:
+        """Per job: iterations left, attempts, their totals, preemptions, attained service."""
+        self._iters_left = {j: float(p.iterations) for j, p in self._profiles.items()}
+        self._attempts: dict[int, list[Attempt]] = {j: [] for j in self._jobs}
+        self._acc: dict[int, list[float]] = {j: [0.0] * 5 for j in self._jobs}
+        self._n_preempted: dict[int, int] = dict.fromkeys(self._jobs, 0)
+        self._attained: dict[int, float] = dict.fromkeys(self._jobs, 0.0)  # closed attempts
+        self._actions: list[tuple[Any, ...]] = []
+
     def _reset_faults(self, faults: FaultModel) -> None:
         k = self._cluster.n_regions
         self._rng = np.random.default_rng(np.random.SeedSequence([self._fault_seed, 11]))
@@ -1238,10 +1476,6 @@ class Simulator:
         self._down = [False] * k
         self._outages_on = [0] * k
         self._link_on: dict[tuple[int, int], list[float]] = {}
-        self._iters_left = {j: float(p.iterations) for j, p in self._profiles.items()}
-        self._attempts: dict[int, list[Attempt]] = {j: [] for j in self._jobs}
-        self._acc: dict[int, list[float]] = {j: [0.0] * 5 for j in self._jobs}
-        self._actions: list[tuple[Any, ...]] = []
         for o in faults.outages:
             self._push_fault(o.start, ("down", o.region))
             self._push_fault(o.end, ("up", o.region))
@@ -1257,9 +1491,8 @@ class Simulator:
         """An attempt resumes from the job's last checkpoint, after a restart if it is not the
         first; its GPUs may fail at the scenario's rate."""
         faults = self.faults
-        assert faults is not None
         iters = self._iters_left[job_id]
-        restart = faults.restart_s if self._attempts[job_id] else 0.0
+        restart = self._recovery.restart_s if self._attempts[job_id] else 0.0
         t_iter = run.execution / prof.iterations  # seconds per iteration on this placement now
         compute = run.execution if iters == prof.iterations else iters * t_iter
         run.restart, run.iters = restart, iters
@@ -1267,7 +1500,10 @@ class Simulator:
         run.execution = restart + compute
         run.finish = run.start + run.execution
         run.attempt_id = self._seq
-        if faults.gpu_failure_rate > 0:  # the first failure among its GPUs (memoryless)
+        if self._wake_s > 0.0 and run.start + self._wake_s < run.finish:
+            run.wake = self._seq
+            self._push(run.start + self._wake_s, _WAKE, job_id)
+        if faults is not None and faults.gpu_failure_rate > 0:  # its GPUs' first failure
             mean = SECONDS_PER_HOUR / (faults.gpu_failure_rate * run.placement.n_gpus)
             self._push_fault(run.start + float(self._rng.exponential(mean)), ("fail", job_id))
             self._actions[-1] = ("fail", job_id, run.attempt_id)
@@ -1279,6 +1515,9 @@ class Simulator:
         if kind == _COMPLETION:
             run = self._running.get(job_id)
             return run is None or run.token != seq
+        if kind == _WAKE:
+            run = self._running.get(job_id)
+            return run is None or run.wake != seq or run.preempted_at is not None
         if kind == _FAULT:
             action = self._actions[job_id]
             if action[0] == "fail":
@@ -1323,7 +1562,7 @@ class Simulator:
             self._capacity_now[u][v] = capacity
             self._rebook(u, v)
             for job_id, run in list(self._running.items()):
-                if (u, v) in run.placement.links:
+                if (u, v) in run.placement.links and run.preempted_at is None:
                     self._new_speed(job_id, run)
 
     def _new_speed(self, job_id: int, run: _Running) -> None:
@@ -1352,6 +1591,8 @@ class Simulator:
         del self._cost_rates[job_id]
         self._release(job_id, run)
         self._close_attempt(job_id, run, self._time, outcome)
+        if outcome == "preempted":
+            self._n_preempted[job_id] += 1
         pending, rank = list(self._pending), self._rank
         i = len(pending)
         while i and rank[pending[i - 1]] > rank[job_id]:
@@ -1379,19 +1620,26 @@ class Simulator:
 
     def _close_attempt(self, job_id: int, run: _Running, end: float, outcome: str) -> None:
         """Book an attempt that ends at ``end``: what it cost, what it wasted, and the
-        iterations the job has left (its last checkpoint, if it did not complete)."""
-        faults = self.faults
-        assert faults is not None
+        iterations the job has left (its last checkpoint, if it did not complete). A preempted
+        attempt that wrote a checkpoint keeps all its work up to its preemption (the checkpoint
+        written since is wasted time); any other interrupted one keeps its last periodic
+        checkpoint."""
+        recovery = self._recovery
         start, cs = run.start, run.compute_start
+        stop = end if run.preempted_at is None else run.preempted_at  # computing stopped
         if outcome == "completed":
             kept, done, wasted = end, run.iters, [(start, cs)]
             self._iters_left[job_id] = 0.0
-        elif end <= cs:  # interrupted while restoring its checkpoint: nothing done
-            kept, done, wasted = end, 0.0, [(start, end)]
+        elif stop <= cs:  # interrupted while restoring its checkpoint: nothing done
+            kept, done, wasted = stop, 0.0, [(start, end)]
+        elif outcome == "preempted" and recovery.preempt_checkpoint_s is not None:
+            done = run.iters - run.iters_left(stop)
+            self._iters_left[job_id] = run.iters_left(stop)
+            wasted = [(start, cs), (stop, end)]
         else:  # checkpoints every checkpoint_interval_s of computing
-            ci = faults.checkpoint_interval_s
-            kept = cs + math.floor((end - cs) / ci) * ci
-            done = run.iters - run.iters_left(end)
+            ci = recovery.checkpoint_interval_s
+            kept = cs + math.floor((stop - cs) / ci) * ci
+            done = run.iters - run.iters_left(stop)
             self._iters_left[job_id] = run.iters_left(kept)
             wasted = [(start, cs), (kept, end)]
         cost, carbon = self._energy(run, start, end)
@@ -1409,6 +1657,7 @@ class Simulator:
         acc[2] += egress
         acc[3] += wasted_s * run.placement.n_gpus
         acc[4] += wasted_cost
+        self._attained[job_id] += run.placement.n_gpus * (end - start)
         if self._flat:
             self._carbon_accrued += run.carbon_rate * (end - start)
         self._cost_accrued += egress
@@ -1416,11 +1665,12 @@ class Simulator:
             Attempt(start, end, run.placement, outcome, run.restart, wasted_s)
         )
         if outcome != "completed" and len(self._attempts[job_id]) >= MAX_ATTEMPTS:
+            rate = 0.0 if self.faults is None else self.faults.gpu_failure_rate
             raise SimulationError(
                 f"job {job_id} was interrupted {MAX_ATTEMPTS:,} times without finishing: "
                 f"failures outpace its checkpoints (gpu_failure_rate "
-                f"{faults.gpu_failure_rate:g}, checkpoint_interval_s "
-                f"{faults.checkpoint_interval_s:g}, restart_s {faults.restart_s:g})"
+                f"{rate:g}, checkpoint_interval_s "
+                f"{recovery.checkpoint_interval_s:g}, restart_s {recovery.restart_s:g})"
             )
 
     def _finish_after_faults(self, job_id: int, run: _Running) -> None:

@@ -5,7 +5,11 @@ A policy is an ordering and a placement. In the environment the placement is the
 (``agent.placement`` names it); the agent is the ordering, the very object the simulator uses
 (:func:`~bacepipe_env.policies.registry.make_policy`), deciding from the typed
 :class:`~bacepipe_env.core.snapshot.QueueSnapshot` the environment publishes for its visible
-window, and the action mask. Nothing here touches the simulator.
+window, and the action mask. A preemptive policy's rule either runs inside the env's
+simulator (``preemption=``, what :func:`agent_env_kwargs` passes by default) or, on an env
+with preempt actions (``preempt_window``), plays them: the agent asks the very rule object
+the simulator would, on the :class:`~bacepipe_env.core.preemption.PreemptionView` the env
+publishes. Nothing here touches the simulator.
 
 ``HeuristicAgent.predict`` has Stable-Baselines3's ``PolicyPredictor`` signature, so
 ``stable_baselines3.common.evaluation.evaluate_policy`` takes an agent bound to the env it
@@ -20,6 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..core.preemption import PreemptionRule, make_preemption
 from ..core.snapshot import QueueSnapshot
 from ..core.units import SECONDS_PER_HOUR
 from ..errors import ValidationError
@@ -78,13 +83,17 @@ AGENT_PLACEMENTS: dict[str, str] = {
 }
 
 
-def agent_env_kwargs(name: str) -> dict[str, str]:
-    """The env arguments the agent of policy ``name`` needs: its placement and, for a waiting
-    heuristic, its admission rule (the env then declines what the rule declines)."""
+def agent_env_kwargs(name: str, *, preempt_actions: bool = False) -> dict[str, str]:
+    """The env arguments the agent of policy ``name`` needs: its placement, for a waiting
+    heuristic its admission rule (the env then declines what the rule declines) and, for a
+    preemptive one, its preemption rule (the env's simulator applies it), unless
+    ``preempt_actions``: on an env with preempt actions the agent plays the rule itself."""
     out = {"placement": agent_placement(name)}
-    admission = policy_info(name).admission
-    if admission is not None:
-        out["admission"] = admission
+    info = policy_info(name)
+    if info.admission is not None:
+        out["admission"] = info.admission
+    if info.preemption is not None and not preempt_actions:
+        out["preemption"] = info.preemption
     return out
 
 
@@ -100,6 +109,9 @@ class HeuristicAgent:
     def __init__(self, name: str, seed: int = 0, env: Any = None) -> None:
         self.placement = agent_placement(name)  # validates the name
         self.admission: str | None = policy_info(name).admission  # a waiting heuristic's rule
+        # a preemptive heuristic's rule, which plays an env's preempt actions
+        spec = policy_info(name).preemption
+        self.preemption: PreemptionRule | None = None if spec is None else make_preemption(spec)
         self.name = name
         self._seed = seed
         self.ordering: Ordering = self._ordering(seed)
@@ -125,13 +137,22 @@ class HeuristicAgent:
         self._env = env
         return self
 
-    def act(self, queue: QueueSnapshot, mask: Any) -> int:
-        """The slot this policy's ordering picks among the legal ones (``mask``)."""
+    def act(self, queue: QueueSnapshot, mask: Any, preemption: Any = None) -> int:
+        """The slot this policy's ordering picks among the legal ones (``mask``); at a decision
+        to preempt (``preemption``, the env's
+        :class:`~bacepipe_env.envs.features.PreemptionWindow`), the preempt action of the job
+        its rule chooses, else the wait."""
         legal_mask = np.asarray(mask, dtype=bool)
         legal = [i for i in np.flatnonzero(legal_mask).tolist() if i < len(queue)]
-        if not legal:  # only "wait" is legal
-            return int(np.flatnonzero(legal_mask)[0])
-        return int(self.ordering.pick(queue, legal))
+        if legal:
+            return int(self.ordering.pick(queue, legal))
+        view = getattr(preemption, "view", None)
+        if view is not None and self.preemption is not None:
+            victim = self.preemption.choose(view)
+            action = None if victim is None else preemption.action(victim)
+            if action is not None and legal_mask[action]:
+                return int(action)
+        return int(np.flatnonzero(legal_mask)[0])  # the wait: it comes before preempt slots
 
     def predict(
         self,
@@ -146,7 +167,8 @@ class HeuristicAgent:
         ``info`` (the env's last info dict) it reads ``info["queue"]`` and the mask there;
         otherwise it reads them from the bound env."""
         if info is not None:
-            return np.asarray(self.act(info["queue"], info["action_mask"])), None
+            action = self.act(info["queue"], info["action_mask"], info.get("preemption"))
+            return np.asarray(action), None
         env = self._env
         if env is None:
             raise ValidationError(
@@ -155,12 +177,18 @@ class HeuristicAgent:
         if hasattr(env, "get_attr") and hasattr(env, "env_method"):  # an SB3 vector env
             queues = env.get_attr("queue_snapshot")
             masks = env.env_method("action_masks")
-            return np.array([self.act(q, m) for q, m in zip(queues, masks)]), None
+            windows = env.get_attr("preemption_window")
+            acts = [self.act(q, m, w) for q, m, w in zip(queues, masks, windows)]
+            return np.array(acts), None
         if hasattr(env, "envs"):  # a Gymnasium SyncVectorEnv
             inner = [e.unwrapped for e in env.envs]
-            return np.array([self.act(e.queue_snapshot, e.action_masks()) for e in inner]), None
+            acts = [
+                self.act(e.queue_snapshot, e.action_masks(), e.preemption_window) for e in inner
+            ]
+            return np.array(acts), None
         base = env.unwrapped
-        return np.asarray(self.act(base.queue_snapshot, base.action_masks())), None
+        action = self.act(base.queue_snapshot, base.action_masks(), base.preemption_window)
+        return np.asarray(action), None
 
 
 def make_agent(name: str, seed: int = 0) -> HeuristicAgent:

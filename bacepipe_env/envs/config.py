@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..core.scenario import Scenario
+from ..core.units import SECONDS_PER_HOUR
 from ..core.validate import require_float, require_int
 from ..errors import ValidationError
 from ..policies.registry import make_placement  # the one registry of placements
@@ -212,6 +213,12 @@ def as_action_index(action: Any) -> int:
     if arr.size != 1 or not np.issubdtype(arr.dtype, np.integer):
         return -1
     return int(arr.reshape(-1)[0])
+
+
+def hours_setting(field: str, value: Any, maximum: float = 1e6) -> float:
+    """``value`` hours (a number in [0, ``maximum``]) as seconds, else a one-line error."""
+    hours = require_float(field, value, minimum=0.0, maximum=maximum, exc=ValidationError)
+    return float(hours) * SECONDS_PER_HOUR
 
 
 def require_choice(field: str, value: Any, choices: tuple[Any, ...]) -> Any:

@@ -2,9 +2,10 @@
 the tests.
 
 :data:`FEATURES` lists the observation's float arrays (``regions``, ``bandwidth``, ``queue``,
-``summary``, and the optional ``grid``, ``region_faults``, ``link_faults``, ``running`` and
-``release``): each
-:class:`Feature` has a name, a shape in terms of ``max_regions`` and ``max_queue``, a
+``summary``, and the optional ``grid``, ``region_faults``, ``link_faults``, ``running``,
+``release``, ``wait_preview`` and ``running_jobs``): each
+:class:`Feature` has a name, a shape in terms of ``max_regions``, ``max_queue`` and
+``preempt_window``, a
 description, its named columns (with their lower bounds), the function that computes it and,
 for an optional array, the
 :class:`~bacepipe_env.envs.geopipe.GeoPipeEnv` keyword that turns it on (``enabled_by``).
@@ -32,6 +33,7 @@ from gymnasium import spaces
 
 from ..core.admission import finish_after_release
 from ..core.placement import Placement
+from ..core.preemption import PreemptionView
 from ..core.scenario import Scenario
 from ..core.simulator import Simulator
 from ..core.snapshot import QueueSnapshot
@@ -50,12 +52,14 @@ __all__ = [
     "REGION_FEATURES",
     "RELEASE_FEATURES",
     "RUNNING_FEATURES",
+    "RUNNING_JOB_FEATURES",
     "SUMMARY_FEATURES",
     "WAIT_PREVIEW_FEATURES",
     "Column",
     "Decision",
     "Feature",
     "ObservationEncoder",
+    "PreemptionWindow",
     "active_features",
     "feature",
     "flat_space",
@@ -77,6 +81,26 @@ class Column:
     low: float = 0.0
 
 
+@dataclass(frozen=True)
+class PreemptionWindow:
+    """The running jobs an agent may preempt at one decision: the first ``preempt_window``
+    running jobs in start order (``job_ids``, slot order), the action of slot 0
+    (``first_action``; slot i is ``first_action + i``), and, at a decision to preempt (the end
+    of a scheduling pass), the simulator's :class:`~bacepipe_env.core.preemption.PreemptionView`
+    with every beneficiary computed (None at a decision to place a job)."""
+
+    job_ids: tuple[int, ...]
+    first_action: int
+    view: PreemptionView | None = None
+
+    def action(self, job_id: int) -> int | None:
+        """The action that preempts ``job_id``, or None if it is outside the window."""
+        try:
+            return self.first_action + self.job_ids.index(job_id)
+        except ValueError:
+            return None
+
+
 class Decision(NamedTuple):
     """What the encoder reads at one decision point."""
 
@@ -84,16 +108,18 @@ class Decision(NamedTuple):
     queue: QueueSnapshot  # the visible window's jobs, in slot order
     previews: Sequence[Preview | None]  # per window slot; None: no placement that can start
     previewer: PlacementPreviewer | None = None  # its memo serves ``wait_preview``
+    preemption: PreemptionWindow | None = None  # the preempt actions' window (if any)
 
 
 @dataclass(frozen=True)
 class Feature:
     """One float32 array of the observation.
 
-    ``shape`` holds ints and the names ``"max_regions"`` / ``"max_queue"``; ``columns`` name
+    ``shape`` holds ints and the names ``"max_regions"``, ``"max_queue"`` and
+    ``"preempt_window"``; ``columns`` name
     the axis ``column_axis`` (the last one, the first for ``bandwidth``). ``enabled_by`` is
     None for an array every observation has, else the ``GeoPipeEnv`` keyword (a bool, default
-    False) that adds it.
+    False, or ``preempt_window`` > 0) that adds it.
     """
 
     name: str
@@ -104,9 +130,14 @@ class Feature:
     column_axis: int = -1
     enabled_by: str | None = None
 
-    def resolve(self, max_queue: int, max_regions: int) -> tuple[int, ...]:
-        """The concrete shape for a window of ``max_queue`` and ``max_regions`` regions."""
-        sizes = {"max_queue": max_queue, "max_regions": max_regions}
+    def resolve(self, max_queue: int, max_regions: int, preempt_window: int = 0) -> tuple[int, ...]:
+        """The concrete shape for a window of ``max_queue``, ``max_regions`` regions and a
+        preemption window of ``preempt_window`` running jobs."""
+        sizes = {
+            "max_queue": max_queue,
+            "max_regions": max_regions,
+            "preempt_window": preempt_window,
+        }
         return tuple(sizes[d] if isinstance(d, str) else d for d in self.shape)
 
     @property
@@ -114,9 +145,9 @@ class Feature:
         """The columns' names, in index order."""
         return tuple(c.name for c in self.columns)
 
-    def space(self, max_queue: int, max_regions: int) -> spaces.Box:
+    def space(self, max_queue: int, max_regions: int, preempt_window: int = 0) -> spaces.Box:
         """This array's Box: each column's ``low`` (broadcast along the other axes) to inf."""
-        shape = self.resolve(max_queue, max_regions)
+        shape = self.resolve(max_queue, max_regions, preempt_window)
         lows = [c.low for c in self.columns]
         if not any(lows):  # all zero: the scalar-bounded Box the v1 spaces always had
             return spaces.Box(0.0, np.inf, shape=shape, dtype=np.float32)
@@ -171,9 +202,11 @@ class ObservationEncoder:
         max_regions: int,
         scales: ObsScales,
         enabled: Collection[str] = (),
+        preempt_window: int = 0,
     ) -> None:
         self.max_queue = max_queue
         self.max_regions = max_regions
+        self.preempt_window = preempt_window
         self.scales = scales
         self.features = active_features(enabled)  # the arrays this encoder fills
         self._encoders = tuple((f.name, f.encode) for f in self.features)
@@ -528,6 +561,41 @@ def _running(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     return out
 
 
+def _running_jobs(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    """One row per running job of the preemption window (start order): its size, remaining
+    time, attained service, run time, time since its last checkpoint, preemptions so far,
+    whether it may be preempted, and, at a decision to preempt, what its preemption would let
+    start."""
+    out = np.zeros((enc.preempt_window, len(RUNNING_JOB_COLUMNS)), dtype=np.float32)
+    window = d.preemption
+    if window is None or not window.job_ids:
+        return out
+    sim, sc, log10, h = d.sim, enc.scales, math.log10, SECONDS_PER_HOUR
+    view = window.view if window.view is not None else sim.preemption_view()
+    lh, cap = sc.log_hours, max(1, sim.recovery.max_preemptions)
+    rows = []
+    for job in window.job_ids:
+        r = view.row(job)
+        helped = view.beneficiaries(job) if window.view is not None else ()
+        best = min((b.remaining for b in helped), default=0.0)
+        rows.append(
+            (
+                1.0,
+                r.gpus / sc.gpus,
+                log10(1.0 + r.remaining / h) / lh,
+                log10(1.0 + r.attained / h) / (lh + 2.0),
+                log10(1.0 + r.run / h) / lh,
+                log10(1.0 + r.since_checkpoint / h) / lh,
+                r.preemptions / cap,
+                1.0 if r.preemptible else 0.0,
+                len(helped) / enc.max_queue,
+                log10(1.0 + best / h) / lh,
+            )
+        )
+    out[: len(rows)] = rows
+    return out
+
+
 def _release(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     out: np.ndarray = _running_state(enc, d)[1].copy()
     return out
@@ -611,6 +679,41 @@ RELEASE_COLUMNS = (
     Column(
         "log_mean_remaining_hours",
         "GPU-weighted mean remaining time of all running jobs, `log10(1 + hours) / 4`",
+    ),
+)
+RUNNING_JOB_COLUMNS = (
+    Column("present", "1 for a running job, 0 for an empty slot"),
+    Column("gpus", "GPUs it holds / `scales.gpus` (128)"),
+    Column(
+        "log_remaining_hours",
+        "time until it finishes on its placement now, `log10(1 + hours) / 4` (its restart "
+        "included; a job writing its preemption checkpoint: until it leaves)",
+    ),
+    Column(
+        "log_attained_gpu_hours",
+        "GPU-hours it has held over all its attempts (its attained service), "
+        "`log10(1 + GPU-hours) / 6`",
+    ),
+    Column("log_run_hours", "time since its current attempt started, `log10(1 + hours) / 4`"),
+    Column(
+        "log_since_checkpoint_hours",
+        "computing since its last periodic checkpoint (what `lose-since-checkpoint` would lose), "
+        "`log10(1 + hours) / 4`",
+    ),
+    Column("preemptions", "times it has been preempted / `max_preemptions`"),
+    Column(
+        "preemptible",
+        "1 unless it is writing its preemption checkpoint, has been preempted `max_preemptions` "
+        "times or finishes within a checkpoint",
+    ),
+    Column(
+        "beneficiaries",
+        "pending jobs its preemption would let start / max_queue (0 at a decision to place a "
+        "job: preempt actions are offered at the end of a scheduling pass)",
+    ),
+    Column(
+        "log_best_remaining_hours",
+        "the shortest remaining time among those jobs, `log10(1 + hours) / 4` (0 when none)",
     ),
 )
 WAIT_PREVIEW_COLUMNS = (
@@ -718,6 +821,15 @@ FEATURES: tuple[Feature, ...] = (
         _wait_preview,
         enabled_by="running_features",
     ),
+    Feature(
+        "running_jobs",
+        ("preempt_window", len(RUNNING_JOB_COLUMNS)),
+        "per slot of the preemption window (the first running jobs in start order; zero rows "
+        "for empty slots): what a preemption decision reads of each",
+        RUNNING_JOB_COLUMNS,
+        _running_jobs,
+        enabled_by="preempt_window",
+    ),
 )
 
 REGION_FEATURES = tuple(c.name for c in REGION_COLUMNS)
@@ -730,6 +842,7 @@ LINK_FAULT_LAYERS = tuple(c.name for c in LINK_FAULT_COLUMNS)
 RUNNING_FEATURES = tuple(c.name for c in RUNNING_COLUMNS)
 RELEASE_FEATURES = tuple(c.name for c in RELEASE_COLUMNS)
 WAIT_PREVIEW_FEATURES = tuple(c.name for c in WAIT_PREVIEW_COLUMNS)
+RUNNING_JOB_FEATURES = tuple(c.name for c in RUNNING_JOB_COLUMNS)
 #: The ``GeoPipeEnv`` keywords that add optional arrays, in table order (one keyword may add
 #: several arrays: ``fault_features`` adds ``region_faults`` and ``link_faults``).
 OPTIONAL_FEATURES: tuple[str, ...] = tuple(
@@ -755,12 +868,16 @@ def active_features(enabled: Collection[str] = ()) -> tuple[Feature, ...]:
 
 
 def observation_space(
-    max_queue: int, max_regions: int, n_actions: int, enabled: Collection[str] = ()
+    max_queue: int,
+    max_regions: int,
+    n_actions: int,
+    enabled: Collection[str] = (),
+    preempt_window: int = 0,
 ) -> spaces.Dict:
     """The Dict space of the active :data:`FEATURES` (see :func:`active_features`) plus the
     action mask."""
     arrays: dict[str, spaces.Space[Any]] = {
-        f.name: f.space(max_queue, max_regions) for f in active_features(enabled)
+        f.name: f.space(max_queue, max_regions, preempt_window) for f in active_features(enabled)
     }
     arrays["action_mask"] = spaces.MultiBinary(n_actions)
     return spaces.Dict(arrays)
@@ -822,7 +939,8 @@ def markdown_table() -> str:
     lines = ["| key | shape | content |", "|---|---|---|"]
     for f in FEATURES:
         shape = "(" + ", ".join(str(d) for d in f.shape) + (",)" if len(f.shape) == 1 else ")")
-        optional = f" (optional: `{f.enabled_by}=True`)" if f.enabled_by else ""
+        on = " > 0" if f.enabled_by == "preempt_window" else "=True"
+        optional = f" (optional: `{f.enabled_by}{on}`)" if f.enabled_by else ""
         lines.append(f"| `{f.name}` | {shape} | {f.description}{optional} |")
     lines += ["| `action_mask` | (n_actions,) | the legal actions (int8) |", ""]
     lines += ["| key | index | column | content |", "|---|---|---|---|"]

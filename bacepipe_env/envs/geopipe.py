@@ -15,6 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..core.admission import AdmissionRule, make_admission
+from ..core.preemption import PreemptionRule, make_preemption
 from ..core.scenario import Scenario
 from ..core.simulator import PlacementPolicy, Simulator
 from ..core.snapshot import QueueSnapshot
@@ -23,7 +24,13 @@ from ..errors import ValidationError
 from . import config as cfg
 from . import features
 from .config import ObsScales, RewardConfig, ScenarioSource, make_placement
-from .features import QUEUE_FEATURES, REGION_FEATURES, SUMMARY_FEATURES, Decision
+from .features import (
+    QUEUE_FEATURES,
+    REGION_FEATURES,
+    SUMMARY_FEATURES,
+    Decision,
+    PreemptionWindow,
+)
 from .previews import PlacementPreviewer, Preview
 from .render import RenderSnapshot, capture, render_ansi, render_rgb
 from .reward import RewardFn, RewardMeter, RewardScales, RewardTerms, episode_info, make_reward
@@ -51,8 +58,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
     placement policy) decides where. Rewarded on average JCT and electricity cost (and, with
     a ``carbon_weight``, emissions).
 
-    - **Action**: ``Discrete(max_queue)`` (``+ 1`` with ``allow_wait``): a slot of the visible
-      window, the first ``max_queue`` candidates in submission order; the last action waits.
+    - **Action**: ``Discrete(max_queue)`` (``+ 1`` with ``allow_wait``, ``+ preempt_window``
+      with preempt actions): a slot of the visible window, the first ``max_queue`` candidates
+      in submission order; then the action that waits; then one per slot of the preemption
+      window, which preempts that running job.
     - **Observation**: the arrays of :data:`~.features.FEATURES` and ``action_mask``, as a Dict
       or flattened into one Box. **Reward**: ``reward(RewardTerms)`` once per step.
     - **Episode end**: terminated once every job has finished; the registered ids truncate
@@ -66,6 +75,17 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         admission: ``"greedy"``, ``"finish-aware"``, ``"full"`` or a rule (default: the
             scenario's). The mask offers the jobs whose placement fits in memory; the rule decides
             when one is chosen (a declined job waits for the next event).
+        preemption: ``"none"``, ``"srtf"``, ``"las"`` (with settings, ``"srtf:factor=3"``) or
+            a rule (default: the scenario's): the simulator applies it at the end of every
+            scheduling pass, as for a policy of the simulator; the agent only orders.
+        preempt_window: with ``N > 0`` the agent makes the preemption decisions itself (the
+            rule must then be ``none``): the action space adds one action per slot of a window
+            of the first ``N`` running jobs in start order, and the observation the
+            ``running_jobs`` array. At the end of a scheduling pass where preempting a job of
+            the window would let a pending job start, the episode stops at a decision where
+            only those preempt actions and waiting are legal. Needs ``allow_wait``.
+        preempt_wake_h: with preempt actions, each attempt that has run this long (hours, the
+            ``min_run_h`` of the built-in rules) makes a decision point.
         max_queue: the visible window of candidates (the action space; None: the generator's
             ``max_jobs``, a window no queue can outgrow); ``max_regions``: the
             region axis' padding (default: the generator's).
@@ -116,6 +136,9 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         grid_features: bool = False,
         fault_features: bool = False,
         running_features: bool = False,
+        preemption: str | PreemptionRule | None = None,
+        preempt_window: int = 0,
+        preempt_wake_h: float = 1.0,
         info: str = "lean",
         max_steps: int | None = None,
         render_mode: str | None = None,
@@ -125,6 +148,21 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.generator = cfg.make_generator(scenario, **scenario_knobs)
         self.placement = make_placement(placement)
         self.admission = None if admission is None else make_admission(admission)
+        self.preemption = None if preemption is None else make_preemption(preemption)
+        self.preempt_window = require_int(
+            "preempt_window", preempt_window, minimum=0, maximum=cfg.MAX_QUEUE, exc=ValidationError
+        )
+        self.preempt_wake_s = cfg.hours_setting("preempt_wake_h", preempt_wake_h)
+        if self.preempt_window and self.preemption is not None and self.preemption.name != "none":
+            raise ValidationError(
+                "preemption",
+                self.preemption.name,
+                "must be 'none' with preempt_window > 0 (the agent preempts)",
+            )
+        if self.preempt_window and not allow_wait:
+            raise ValidationError(
+                "preempt_window", preempt_window, "needs allow_wait=True (declining to preempt)"
+            )
         self.max_queue = cfg.resolve_max_queue(max_queue, self.generator)
         self.max_regions = cfg.resolve_max_regions(max_regions, self.generator)
         self.allow_wait: bool = cfg.require_choice("allow_wait", allow_wait, (True, False))
@@ -149,6 +187,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             "running_features": self.running_features,
         }
         enabled = tuple(name for name, on in flags.items() if on)
+        if self.preempt_window:
+            enabled += ("preempt_window",)
         self.info_level = cfg.require_choice("info", info, INFO_LEVELS)
         self._full_info = self.info_level == "full"
         if max_steps is not None:
@@ -156,12 +196,12 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.max_steps = max_steps
         self.render_mode = cfg.require_choice("render_mode", render_mode, (None, *_RENDER_MODES))
 
-        q, kk = self.max_queue, self.max_regions
-        self.n_actions = q + (1 if allow_wait else 0)
+        q, kk, w = self.max_queue, self.max_regions, self.preempt_window
+        self.n_actions = q + (1 if allow_wait else 0) + w
         self.action_space = spaces.Discrete(self.n_actions)
-        self._dict_space = features.observation_space(q, kk, self.n_actions, enabled)
+        self._dict_space = features.observation_space(q, kk, self.n_actions, enabled, w)
         self.observation_space = features.layout_space(self._dict_space, observation)
-        self.encoder = features.ObservationEncoder(q, kk, self.scales, enabled)
+        self.encoder = features.ObservationEncoder(q, kk, self.scales, enabled, w)
         self.previewer = PlacementPreviewer(self.placement)
         self.scenario: Scenario | None = None
         self.sim: Simulator | None = None
@@ -176,7 +216,14 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         if scenario is None:
             scenario = self.generator(self.np_random)
         self.scenario = scenario = cfg.checked_scenario(scenario, self.max_regions)
-        self.sim = Simulator(scenario, self.placement, admission=self.admission)
+        self.sim = Simulator(
+            scenario,
+            self.placement,
+            admission=self.admission,
+            preemption=self.preemption,
+            preemption_decisions=self.preempt_window > 0,
+            preemption_wake_s=self.preempt_wake_s,
+        )
         self.encoder.start(scenario)
         self._meter = RewardMeter(scenario)
         self._steps = 0
@@ -191,6 +238,9 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         a, illegal = cfg.resolve_action(action, self._mask, self.illegal_action == "raise")
         if a == self.max_queue:
             sim.defer()
+        elif a > self.max_queue:
+            assert self._preemption is not None
+            sim.preempt(self._preemption.job_ids[a - self.max_queue - 1])
         else:
             pv = self._previews[a]
             sim.place(self._queue.job_ids[a], None if pv is None else pv.placement)
@@ -218,6 +268,13 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         ``info["carbon_scale_kg"]``)."""
         self._require_sim()
         return self._meter.scales
+
+    @property
+    def preemption_window(self) -> PreemptionWindow | None:
+        """The preempt actions' window of this decision (also ``info["preemption"]``), with
+        the simulator's view at a decision to preempt; None without preempt actions."""
+        self._require_sim()
+        return self._preemption
 
     @property
     def queue_snapshot(self) -> QueueSnapshot:
@@ -251,7 +308,14 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         mask = np.zeros(self.n_actions, dtype=np.int8)
         window: tuple[int, ...] = ()
         previews: list[Preview | None] = []
+        preempting: PreemptionWindow | None = None
         while (candidates := sim.next_decision()) is not None:
+            if not candidates:  # the end of a pass where a preemption lets a job start
+                preempting = self._preemption_decision(sim, mask)
+                if preempting is not None:
+                    break
+                sim.defer()  # no job of the window would help: on to the next event
+                continue
             window = candidates[: self.max_queue]
             if not self.preview:
                 previews = [None] * len(window)
@@ -264,23 +328,43 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
                 break
             sim.decline(window)  # nothing visible can start: it waits for the next event
             window, previews = (), []
-        if window and self.allow_wait and sim.has_future_events:
+        if (window or preempting) and self.allow_wait and sim.has_future_events:
             mask[self.max_queue] = 1
+        if self.preempt_window and preempting is None and not sim.done:
+            running = sim.running[: self.preempt_window]
+            preempting = PreemptionWindow(running, self.max_queue + 1)
         self._queue = QueueSnapshot.from_view(sim, window)
-        self._previews, self._mask = previews, mask
+        self._previews, self._mask, self._preemption = previews, mask, preempting
+
+    def _preemption_decision(self, sim: Simulator, mask: np.ndarray) -> PreemptionWindow | None:
+        """The window of a decision to preempt, its legal slots set in ``mask``; None when
+        no job of the window has a beneficiary."""
+        view = sim.preemption_view().materialize()
+        running = sim.running[: self.preempt_window]
+        first = self.max_queue + 1
+        legal = [i for i, job in enumerate(running) if view.beneficiaries(job)]
+        if not legal:
+            return None
+        mask[[first + i for i in legal]] = 1
+        return PreemptionWindow(running, first, view)
 
     def _observe(self, sim: Simulator) -> Any:
-        obs = self.encoder.encode(Decision(sim, self._queue, self._previews, self.previewer))
+        obs = self.encoder.encode(
+            Decision(sim, self._queue, self._previews, self.previewer, self._preemption)
+        )
         obs["action_mask"] = self._mask.copy()
         return features.layout(obs, self._dict_space, self.observation_mode)
 
     def _info(self, terms: RewardTerms) -> dict[str, Any]:
         if not self._full_info:
-            return {
+            out = {
                 "action_mask": self._mask.astype(bool),
                 "queue": self._queue,
                 "illegal_action": terms.illegal,
             }
+            if self.preempt_window:
+                out["preemption"] = self._preemption
+            return out
         q, n, scales, sim = self._queue, self.max_queue, self._meter.scales, self._require_sim()
         k, ids = len(q.job_ids), np.full(n, -1, dtype=np.int64)  # the window, -1 padded
         e1, bk, sub = np.zeros(n), np.zeros(n), np.zeros(n)
@@ -306,4 +390,5 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             "carbon_scale_kg": scales.carbon_norm,
             "carbon_kg": sim.carbon_accrued,
             "regions_down": sim.down_regions,
+            **({"preemption": self._preemption} if self.preempt_window else {}),
         }

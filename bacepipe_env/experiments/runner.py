@@ -73,7 +73,9 @@ class RunSummary:
     ``total_cost_usd`` is the electricity (Eq. 8); ``egress_usd`` the cross-region traffic,
     0 unless the scenario's tariff charges it (SPEC section 10). ``faults`` says whether the
     scenario configured any fault (SPEC section 11); ``n_restarts``, ``wasted_gpu_hours`` and
-    ``wasted_cost_usd`` (part of ``total_cost_usd``) count what they cost."""
+    ``wasted_cost_usd`` (part of ``total_cost_usd``) count what they and preemptions cost.
+    ``preemption`` names the run's preemption rule and ``n_preemptions`` counts its
+    preemptions (SPEC section 3c)."""
 
     spec: RunSpec
     avg_jct_h: float
@@ -91,10 +93,18 @@ class RunSummary:
     n_restarts: int = 0
     wasted_gpu_hours: float = 0.0
     wasted_cost_usd: float = 0.0
+    preemption: str = "none"
+    n_preemptions: int = 0
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether attempts could end early: faults configured or a preemption rule."""
+        return self.faults or self.preemption != "none"
 
     def row(self) -> dict[str, Any]:
         """A flat dict for CSV/JSON; the restarts and the wasted GPU-hours and cost only when
-        the scenario configured faults."""
+        the scenario configured faults or the run a preemption rule, the rule and the
+        preemptions only under one."""
         out: dict[str, Any] = {
             "policy": self.spec.policy,
             "scenario": self.spec.scenario,
@@ -113,10 +123,13 @@ class RunSummary:
             "mean_slowdown": self.mean_slowdown,
             "n_jobs": self.n_jobs,
         }
-        if self.faults:
+        if self.interrupted:
             out["n_restarts"] = self.n_restarts
             out["wasted_gpu_hours"] = self.wasted_gpu_hours
             out["wasted_cost_usd"] = self.wasted_cost_usd
+        if self.preemption != "none":
+            out["preemption"] = self.preemption
+            out["n_preemptions"] = self.n_preemptions
         return out
 
 
@@ -180,6 +193,8 @@ def run_one(spec: RunSpec) -> RunSummary:
         result.n_restarts,
         result.wasted_gpu_hours,
         result.wasted_cost,
+        result.preemption,
+        result.n_preemptions,
     )
 
 

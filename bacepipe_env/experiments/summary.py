@@ -18,6 +18,7 @@ __all__ = [
     "egress_charged",
     "faults_configured",
     "format_table",
+    "preemption_configured",
     "summarise",
     "write_csv",
     "write_json",
@@ -30,8 +31,9 @@ class PolicyStats:
     seeds: means with 95% CIs, and the same normalised seed by seed to the reference policy
     (``x_policy / x_reference``). ``egress_usd`` (the cross-region traffic's charge) is there
     only when the runs charged egress, None otherwise; ``restarts``, ``wasted_gpu_hours`` and
-    ``wasted_cost_usd`` (attempts after a failure or an outage, and the GPU-hours and dollars
-    of restarts and lost work, SPEC section 11) only when the runs configured faults."""
+    ``wasted_cost_usd`` (attempts after a failure, an outage or a preemption, and the GPU-hours
+    and dollars of restarts and lost work, SPEC sections 11 and 3c) only when the runs
+    configured faults or a preemption rule; ``preemptions`` only under a preemption rule."""
 
     policy: str
     jct_h: Estimate
@@ -44,6 +46,7 @@ class PolicyStats:
     restarts: Estimate | None = None
     wasted_gpu_hours: Estimate | None = None
     wasted_cost_usd: Estimate | None = None
+    preemptions: Estimate | None = None
 
     def row(self) -> dict[str, Any]:
         """A flat dict for CSV/JSON (NaN CIs when there is one seed); ``egress_usd_*`` only
@@ -64,6 +67,7 @@ class PolicyStats:
             ("n_restarts", self.restarts),
             ("wasted_gpu_hours", self.wasted_gpu_hours),
             ("wasted_cost_usd", self.wasted_cost_usd),
+            ("n_preemptions", self.preemptions),
         ):
             if maybe is not None:
                 estimates.append((name, maybe))
@@ -79,8 +83,14 @@ def egress_charged(runs: Sequence[RunSummary]) -> bool:
 
 
 def faults_configured(runs: Sequence[RunSummary]) -> bool:
-    """Whether any of ``runs`` ran on a scenario with faults (events or a GPU failure rate)."""
-    return any(run.faults for run in runs)
+    """Whether any of ``runs`` could end an attempt early: a scenario with faults (events or a
+    GPU failure rate) or a preemption rule."""
+    return any(run.interrupted for run in runs)
+
+
+def preemption_configured(runs: Sequence[RunSummary]) -> bool:
+    """Whether any of ``runs`` ran under a preemption rule."""
+    return any(run.preemption != "none" for run in runs)
 
 
 def _ratio(x: float, ref: float) -> float:
@@ -101,6 +111,7 @@ def summarise(
     ``faults``: whether to report restarts and waste (default: :func:`faults_configured`)."""
     with_egress = egress_charged(runs) if egress is None else egress
     with_faults = faults_configured(runs) if faults is None else faults
+    with_preemption = preemption_configured(runs)
     by_policy: dict[str, dict[int, RunSummary]] = {}
     for run in runs:
         by_policy.setdefault(run.spec.policy, {})[run.spec.seed] = run
@@ -128,6 +139,9 @@ def summarise(
                 estimate([float(seeds[s].n_restarts) for s in order]) if with_faults else None,
                 estimate([seeds[s].wasted_gpu_hours for s in order]) if with_faults else None,
                 estimate([seeds[s].wasted_cost_usd for s in order]) if with_faults else None,
+                estimate([float(seeds[s].n_preemptions) for s in order])
+                if with_preemption
+                else None,
             )
         )
     return out
@@ -147,9 +161,12 @@ def format_table(stats: Sequence[PolicyStats], reference: str) -> str:
     ``reference`` (JCT, cost, carbon)."""
     egress = any(s.egress_usd is not None for s in stats)
     faults = any(s.restarts is not None for s in stats)
+    preempts = any(s.preemptions is not None for s in stats)
     head = ["policy", "avg JCT h", "total cost $", "carbon kg"]
     if egress:
         head.append("egress $")
+    if preempts:
+        head.append("preemptions")
     if faults:
         head += ["restarts", "wasted $"]
     head += [f"JCT / {reference}", f"cost / {reference}", f"carbon / {reference}"]
@@ -158,6 +175,8 @@ def format_table(stats: Sequence[PolicyStats], reference: str) -> str:
         row = [s.policy, _pm(s.jct_h, ",.2f"), _pm(s.cost_usd, ",.2f"), _pm(s.carbon_kg, ",.2f")]
         if egress:
             row.append("-" if s.egress_usd is None else _pm(s.egress_usd, ",.2f"))
+        if preempts:
+            row.append("-" if s.preemptions is None else _pm(s.preemptions, ",.1f"))
         if faults:
             row.append("-" if s.restarts is None else _pm(s.restarts, ",.1f"))
             row.append("-" if s.wasted_cost_usd is None else _pm(s.wasted_cost_usd, ",.2f"))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.admission import AdmissionRule
+from ..core.preemption import PreemptionRule
 from ..core.scenario import Scenario
 from ..core.simulator import OrderingPolicy, PlacementPolicy, RunResult, SchedulerView, Simulator
 from ..core.snapshot import QueueSnapshot
@@ -61,12 +62,14 @@ class FCFSOrdering(Ordering):
 class Policy:
     """A named (ordering, placement) pair that the simulator can run, with the admission rule
     it waits by (None: the scenario's; a waiting heuristic names ``full`` or
-    ``finish-aware``)."""
+    ``finish-aware``) and the preemption rule it stops running jobs by (None: the scenario's;
+    a preemptive heuristic names ``srtf`` or ``las``)."""
 
     name: str
     ordering: OrderingPolicy
     placement: PlacementPolicy
     admission: str | None = None
+    preemption: str | None = None
 
     def simulate(
         self,
@@ -74,12 +77,16 @@ class Policy:
         *,
         admission: str | AdmissionRule | None = None,
         validate: bool = True,
+        preemption: str | PreemptionRule | None = None,
     ) -> RunResult:
         """Run one episode of ``scenario`` under this policy. The admission rule is
         ``admission`` when given (``greedy``, ``finish-aware``, ``full``), else the policy's
-        own, else the scenario's."""
+        own, else the scenario's; the preemption rule likewise (``none``, ``srtf``, ``las``)."""
         rule = self.admission if admission is None else admission
-        sim = Simulator(scenario, self.placement, admission=rule, validate=validate)
+        stop = self.preemption if preemption is None else preemption
+        sim = Simulator(
+            scenario, self.placement, admission=rule, validate=validate, preemption=stop
+        )
         return sim.run(self._named())
 
     def _named(self) -> OrderingPolicy:

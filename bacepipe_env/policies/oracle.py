@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.admission import AdmissionRule
+from ..core.preemption import PreemptionRule
 from ..core.scenario import Scenario
 from ..core.simulator import PlacementPolicy, RunResult, SchedulerView, Simulator
 from ..core.snapshot import QueueSnapshot
@@ -50,15 +51,16 @@ def best_static_order(
     placement: PlacementPolicy,
     max_jobs: int = MAX_ORACLE_JOBS,
     admission: str | AdmissionRule | None = None,
+    preemption: str | PreemptionRule | None = None,
 ) -> tuple[tuple[int, ...], RunResult]:
     """The static job order minimising (average JCT, total cost), and its run, under the
-    scenario's (or the given) admission rule."""
+    scenario's (or the given) admission and preemption rules."""
     jobs = sorted(j.job_id for j in scenario.jobs)
     if len(jobs) > max_jobs:
         raise ValidationError(
             "oracle", len(jobs), f"tries every order of the jobs: at most {max_jobs} jobs"
         )
-    sim = Simulator(scenario, placement, admission=admission)
+    sim = Simulator(scenario, placement, admission=admission, preemption=preemption)
     best: tuple[float, float] = (math.inf, math.inf)
     best_order: tuple[int, ...] = tuple(jobs)
     best_result: RunResult | None = None
@@ -82,7 +84,10 @@ class OraclePolicy(Policy):
         *,
         admission: str | AdmissionRule | None = None,
         validate: bool = True,
+        preemption: str | PreemptionRule | None = None,
     ) -> RunResult:
         """The best static order's run (``validate`` is always on)."""
-        _, result = best_static_order(scenario, self.placement, admission=admission)
+        _, result = best_static_order(
+            scenario, self.placement, admission=admission, preemption=preemption
+        )
         return dataclasses.replace(result, policy=self.name)

@@ -1,5 +1,5 @@
-"""The one registry of orderings, placements, admission rules and the named policies built
-from them.
+"""The one registry of orderings, placements, admission and preemption rules and the named
+policies built from them.
 
 - ``make_policy(name, seed=...)`` returns a fresh :class:`Policy`; ``policy_names()`` lists
   them in the order tables show them (``bacepipe policies`` prints the same list).
@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.admission import ADMISSION_RULES, make_admission
+from ..core.preemption import PREEMPTION_RULES, check_preemption, make_preemption
 from ..core.simulator import OrderingPolicy, PlacementPolicy
 from ..errors import ValidationError, choices
 from .bace_pipe import PathfinderPlacement, PriorityOrdering
@@ -28,6 +29,7 @@ __all__ = [
     "ADMISSION_RULES",
     "ORDERINGS",
     "PLACEMENTS",
+    "PREEMPTION_RULES",
     "PolicyInfo",
     "ablation_names",
     "baseline_names",
@@ -35,6 +37,7 @@ __all__ = [
     "make_ordering",
     "make_placement",
     "make_policy",
+    "make_preemption",
     "policy_info",
     "policy_names",
     "register_policy",
@@ -69,7 +72,8 @@ PLACEMENTS: dict[str, PlacementFactory] = {
 class PolicyInfo:
     """A registry entry: the policy's name, a one-line description, its ordering (by name in
     :data:`ORDERINGS`, or a factory) and placement (by name in :data:`PLACEMENTS`, or a
-    factory), and the admission rule it waits by (None: the scenario's, SPEC section 3b)."""
+    factory), the admission rule it waits by (None: the scenario's, SPEC section 3b) and the
+    preemption rule it stops running jobs by (None: the scenario's, SPEC section 3c)."""
 
     name: str
     description: str
@@ -77,6 +81,7 @@ class PolicyInfo:
     placement: str | PlacementFactory
     oracle: bool = False  # sees what a scheduler cannot (future arrivals); not in "all"
     admission: str | None = None
+    preemption: str | None = None
 
     def factory(self, seed: int) -> Policy:
         """A fresh policy; ``seed`` seeds an ordering with randomness."""
@@ -85,7 +90,7 @@ class PolicyInfo:
         place = self.placement
         placement = PLACEMENTS[place]() if isinstance(place, str) else place()
         cls = OraclePolicy if self.oracle else Policy
-        return cls(self.name, order, placement, self.admission)
+        return cls(self.name, order, placement, self.admission, self.preemption)
 
 
 _POLICIES = [
@@ -151,6 +156,44 @@ _POLICIES = [
         "pathfinder",
         admission="finish-aware",
     ),
+    # Preemptive heuristics (SPEC 3c): a pending job may stop a running one.
+    PolicyInfo(
+        "sjf+srtf",
+        "SJF that preempts the longest-remaining job for a job with half its remaining time",
+        "sjf",
+        "pathfinder",
+        preemption="srtf",
+    ),
+    PolicyInfo(
+        "sjf+finish-aware+srtf",
+        "sjf+finish-aware that preempts as sjf+srtf does",
+        "sjf",
+        "pathfinder",
+        admission="finish-aware",
+        preemption="srtf",
+    ),
+    PolicyInfo(
+        "bace-pipe+srtf",
+        "BACE-Pipe that preempts as sjf+srtf does",
+        "priority",
+        "pathfinder",
+        preemption="srtf",
+    ),
+    PolicyInfo(
+        "sjf+las",
+        "SJF that preempts the most-served job for a job below 500 GPU-h (size-blind LAS)",
+        "sjf",
+        "pathfinder",
+        preemption="las",
+    ),
+    PolicyInfo(
+        "sjf+finish-aware+las",
+        "sjf+finish-aware that preempts as sjf+las does",
+        "sjf",
+        "pathfinder",
+        admission="finish-aware",
+        preemption="las",
+    ),
     PolicyInfo(
         "oracle",
         "Oracle: the best static job order (sees future arrivals; at most 8 jobs, ~10 s)",
@@ -178,6 +221,8 @@ def register_policy(info: PolicyInfo) -> None:
     if info.admission is not None and info.admission not in ADMISSION_RULES:
         rules = ", ".join(ADMISSION_RULES)
         raise ValidationError("admission", info.admission, f"unknown rule; choose from: {rules}")
+    if info.preemption is not None:
+        check_preemption(info.preemption)
     _POLICIES.append(info)
     _BY_NAME[info.name] = info
 

@@ -18,10 +18,11 @@ from ..core.cluster import Cluster, Region
 from ..core.job import Job
 from ..core.memory import memory_floor
 from ..core.perf import ProfileCache, profile_job
+from ..core.preemption import check_preemption
 from ..core.scenario import Scenario
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s
 from ..core.validate import require_float, require_int
-from ..errors import ScenarioError
+from ..errors import ScenarioError, ValidationError
 from .loader import (
     ScenarioTemplate,
     build_scenario,
@@ -158,6 +159,7 @@ class RandomScenarioGenerator:
     ignore_memory: bool = False
     admission: str = "greedy"
     carbon_range: tuple[float, float] | None = None
+    preemption: str = "none"
     _profiles: ProfileCache = field(default_factory=ProfileCache, repr=False, compare=False)
     _paper: ScenarioTemplate = field(
         default_factory=lambda: compile_scenario(load_scenario_spec("paper")),
@@ -200,6 +202,10 @@ class RandomScenarioGenerator:
         if self.admission not in ADMISSION_RULES:
             known = ", ".join(ADMISSION_RULES)
             raise ScenarioError("admission", self.admission, f"unknown rule; choose from: {known}")
+        try:
+            object.__setattr__(self, "preemption", check_preemption(self.preemption))
+        except ValidationError as err:
+            raise ScenarioError("preemption", self.preemption, err.reason) from None
         memory = self.gpu_memory_gb * 1e9
         floors = {}
         for name, (model, batch) in self._paper.models.items():
@@ -277,4 +283,5 @@ class RandomScenarioGenerator:
             self._profiles,
             ignore_memory=self.ignore_memory,
             admission=self.admission,
+            preemption=self.preemption,
         )

@@ -25,7 +25,10 @@ from ..core.admission import ADMISSION_RULES
 from ..core.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Region
 from ..core.faults import (
     DEFAULT_CHECKPOINT_INTERVAL_S,
+    DEFAULT_MAX_PREEMPTIONS,
+    DEFAULT_PREEMPT_CHECKPOINT_S,
     DEFAULT_RESTART_S,
+    LOSE_SINCE_CHECKPOINT,
     FaultModel,
     LinkChange,
     Outage,
@@ -34,6 +37,7 @@ from ..core.faults import (
 from ..core.job import Job, ModelSpec, TrainingConstants
 from ..core.limits import LIMITS, check_limit, check_matrix
 from ..core.perf import ProfileCache, profile_job
+from ..core.preemption import check_preemption
 from ..core.scenario import Scenario
 from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS, Tariff
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
@@ -80,6 +84,9 @@ _TOP_KEYS = {
     "gpu_failure_rate",
     "checkpoint_interval_s",
     "restart_s",
+    "preemption",
+    "preempt_checkpoint_s",
+    "max_preemptions",
 }
 _EVENT_KEYS = {
     "outage": {"type", "region", "start_h", "end_h"},
@@ -228,7 +235,10 @@ def load_scenario(
       arrive within that many hours (at most ``n_jobs`` of them either way);
     - ``outages`` ``(region, start_h, end_h)`` and ``link_changes`` ``(src, dst, factor,
       start_h, end_h)`` add to the file's ``events``; ``gpu_failure_rate`` (per GPU-hour),
-      ``checkpoint_interval_s`` and ``restart_s`` override its fields (SPEC section 11).
+      ``checkpoint_interval_s`` and ``restart_s`` override its fields (SPEC section 11);
+    - ``preemption`` (``none``, ``srtf``, ``las``, with settings: ``srtf:factor=3``),
+      ``preempt_checkpoint_s`` (seconds, or ``"lose-since-checkpoint"``) and
+      ``max_preemptions`` override the file's fields (defaults ``none``, 60 s, 4; SPEC 3c).
     """
     spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
     return build_scenario(spec, seed=seed, **knobs)
@@ -325,6 +335,7 @@ class ScenarioTemplate:
     zones: tuple[str, ...] = ()  # per region, its hourly series (hourly prices)
     egress_usd_per_gb: float | tuple[tuple[float, ...], ...] | None = None
     faults: FaultModel | None = None  # outages, link and price changes, GPU failures
+    preemption: str = "none"  # the preemption rule (SPEC 3c)
 
     def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
         """The scenario for ``seed``: the workload rule's draws come from
@@ -347,6 +358,7 @@ class ScenarioTemplate:
             "n_jobs": len(jobs),
             "ignore_memory": self.ignore_memory,
             "admission": self.admission,
+            "preemption": self.preemption,
             "prices": self.prices,
             "start_hour": start_hour,
             "egress": self.egress_usd_per_gb is not None,
@@ -366,6 +378,7 @@ class ScenarioTemplate:
             admission=self.admission,
             tariff=tariff,
             faults=self.faults,
+            preemption=self.preemption,
         )
 
     @cached_property
@@ -473,6 +486,9 @@ def compile_scenario(
     gpu_failure_rate: float | None = None,
     checkpoint_interval_s: float | None = None,
     restart_s: float | None = None,
+    preemption: str | None = None,
+    preempt_checkpoint_s: float | str | None = None,
+    max_preemptions: int | None = None,
 ) -> ScenarioTemplate:
     """Validate a parsed scenario mapping and build everything but the seeded draws; the
     keyword arguments, when given, override the file's fields (see :func:`load_scenario`)."""
@@ -494,6 +510,11 @@ def compile_scenario(
         raise ScenarioError(
             "admission", rule, f"unknown rule; choose from: {', '.join(ADMISSION_RULES)}"
         )
+    stop = spec.get("preemption", "none") if preemption is None else preemption
+    try:
+        stop = check_preemption(stop)
+    except ValidationError as err:
+        raise ScenarioError("preemption", stop, err.reason) from None
 
     price_model = spec.get("prices", "flat") if prices is None else prices
     if price_model not in PRICE_MODELS:
@@ -572,7 +593,10 @@ def compile_scenario(
             gpu_failure_rate,
             checkpoint_interval_s,
             restart_s,
+            preempt_checkpoint_s,
+            max_preemptions,
         ),
+        stop,
     )
     if horizon_h is not None:
         if template.workload is None:
@@ -595,8 +619,11 @@ def _faults(
     rate: float | None,
     checkpoint_s: float | None,
     restart: float | None,
+    preempt_checkpoint: float | str | None,
+    max_preemptions: int | None,
 ) -> FaultModel | None:
-    """The scenario's fault model (SPEC section 11), or None for the perfect world."""
+    """The scenario's fault model (SPEC section 11) with its recovery settings (SPEC 3c), or
+    None for the perfect world at the default settings."""
     h = SECONDS_PER_HOUR
     raw = spec.get("events", [])
     if not isinstance(raw, list):
@@ -659,6 +686,15 @@ def _faults(
     def knob(key: str, given: float | None, default: float) -> float:
         return check_limit(key, spec.get(key, default) if given is None else given)  # type: ignore[no-any-return]
 
+    saved = spec.get("preempt_checkpoint_s", DEFAULT_PREEMPT_CHECKPOINT_S)
+    if preempt_checkpoint is not None:
+        saved = preempt_checkpoint
+    if saved != LOSE_SINCE_CHECKPOINT:
+        if isinstance(saved, str):
+            raise ScenarioError(
+                "preempt_checkpoint_s", saved, f"must be seconds or '{LOSE_SINCE_CHECKPOINT}'"
+            )
+        saved = check_limit("preempt_checkpoint_s", saved)
     model = FaultModel(
         tuple(downs),
         tuple(links),
@@ -666,8 +702,10 @@ def _faults(
         knob("gpu_failure_rate", rate, 0.0),
         knob("checkpoint_interval_s", checkpoint_s, DEFAULT_CHECKPOINT_INTERVAL_S),
         knob("restart_s", restart, DEFAULT_RESTART_S),
+        None if saved == LOSE_SINCE_CHECKPOINT else saved,
+        int(knob("max_preemptions", max_preemptions, DEFAULT_MAX_PREEMPTIONS)),
     )
-    return model if model.active else None
+    return model if model.active or not model.recovery_default else None
 
 
 def _raw_load(spec: Mapping[str, Any]) -> Any:

@@ -79,8 +79,8 @@ def test_agent_episode_equals_simulator_run(name, scenario, seed, knobs):
         assert len(scen.jobs) == knobs["n_jobs"]
     expected = make_policy(name, seed=seed).simulate(scen)
     _assert_same_run(env, res, expected)
-    if agent.admission is None:  # greedy: one placement per step, no waits
-        assert res.steps == len(scen.jobs)
+    if agent.admission is None:  # greedy: one placement per start, no waits (a preempted
+        assert res.steps == len(scen.jobs) + expected.n_restarts  # job starts again)
     else:  # a waiting heuristic's rule declines some choices, each a step
         assert res.steps >= len(scen.jobs)
 
@@ -253,9 +253,10 @@ def _play_online(name, seed, **kwargs):
             break
     assert illegal == 0
     scen = env.unwrapped.scenario
-    if agent.admission is None:  # greedy admission: one placement per step
-        assert steps == len(scen.jobs)
-    return env, info, make_policy(name, seed=seed).simulate(scen)
+    expected = make_policy(name, seed=seed).simulate(scen)
+    if agent.admission is None:  # greedy admission: one placement per step, one per restart
+        assert steps == len(scen.jobs) + expected.n_restarts
+    return env, info, expected
 
 
 @pytest.mark.parametrize("seed", range(3))

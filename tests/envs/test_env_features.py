@@ -49,6 +49,8 @@ def test_the_docs_carry_the_generated_observation_tables():
     assert "| `region_faults` | (max_regions, 1) |" in m.group(1)
     assert "| `link_faults` | (1, max_regions, max_regions) |" in m.group(1)
     assert m.group(1).count("(optional: `fault_features=True`)") == 2
+    assert "| `running_jobs` | (preempt_window, 10) |" in m.group(1)
+    assert "(optional: `preempt_window > 0`)" in m.group(1)
 
 
 def test_the_table_is_well_formed():
@@ -63,6 +65,7 @@ def test_the_table_is_well_formed():
         "running",
         "release",
         "wait_preview",
+        "running_jobs",
     ]
     for f in FEATURES:
         assert f.description and callable(f.encode)
@@ -75,12 +78,18 @@ def test_the_table_is_well_formed():
     assert feature("queue").resolve(max_queue=7, max_regions=3) == (7, 11)
     assert feature("bandwidth").resolve(max_queue=7, max_regions=3) == (2, 3, 3)
     assert feature("grid").resolve(max_queue=7, max_regions=3) == (3, 2)
+    assert feature("running_jobs").resolve(7, 3, preempt_window=5) == (5, 10)
     with pytest.raises(KeyError):
         feature("nope")
 
 
 def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf():
-    assert OPTIONAL_FEATURES == ("grid_features", "fault_features", "running_features")
+    assert OPTIONAL_FEATURES == (
+        "grid_features",
+        "fault_features",
+        "running_features",
+        "preempt_window",
+    )
     assert [(f.name, f.enabled_by) for f in FEATURES if f.enabled_by] == [
         ("grid", "grid_features"),
         ("region_faults", "fault_features"),
@@ -88,6 +97,7 @@ def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf
         ("running", "running_features"),
         ("release", "running_features"),
         ("wait_preview", "running_features"),
+        ("running_jobs", "preempt_window"),
     ]
     assert feature("grid").column_names == GRID_FEATURES == ("price_now", "carbon_now")
     lows = {(f.name, c.name): c.low for f in FEATURES for c in f.columns}
@@ -161,10 +171,18 @@ def test_the_encoder_runs_the_tables_functions():
     """Each array of the observation is what the table's function computes on the decision."""
     from bacepipe_env.envs.features import Decision
 
-    env = GeoPipeEnv("paper", grid_features=True, fault_features=True, running_features=True)
+    env = GeoPipeEnv(
+        "paper",
+        grid_features=True,
+        fault_features=True,
+        running_features=True,
+        preempt_window=4,
+        allow_wait=True,
+    )
     obs, _ = env.reset(seed=3)
     obs, *_ = env.step(0)
-    d = Decision(env.sim, env.queue_snapshot, env.previewer(env.sim, env.queue_snapshot.job_ids))
+    previews = env.previewer(env.sim, env.queue_snapshot.job_ids)
+    d = Decision(env.sim, env.queue_snapshot, previews, None, env.preemption_window)
     assert list(obs) == [f.name for f in FEATURES] + ["action_mask"]
     for f in FEATURES:
         np.testing.assert_array_equal(f.encode(env.encoder, d), obs[f.name], err_msg=f.name)

@@ -206,6 +206,13 @@ REFERENCES: dict[str, tuple[Callable | None, Callable]] = {
     "sjf+finish-aware": (ref_sjf, ref_pathfinder),
     "bace-pipe+full": (ref_priority, ref_pathfinder),
     "bace-pipe+finish-aware": (ref_priority, ref_pathfinder),
+    # preemptive heuristics: the same order and placement; their rule may stop running jobs
+    # between decisions (tested in tests/core/test_preemption*.py)
+    "sjf+srtf": (ref_sjf, ref_pathfinder),
+    "sjf+finish-aware+srtf": (ref_sjf, ref_pathfinder),
+    "bace-pipe+srtf": (ref_priority, ref_pathfinder),
+    "sjf+las": (ref_sjf, ref_pathfinder),
+    "sjf+finish-aware+las": (ref_sjf, ref_pathfinder),
 }
 
 
@@ -401,7 +408,9 @@ def test_each_policy_own_run_matches_its_reference(name):
     completed = 0
     for scn in SCENARIOS[::2]:
         policy = make_policy(name, seed=3)
-        sim = Simulator(scn, policy.placement, admission=policy.admission)
+        sim = Simulator(
+            scn, policy.placement, admission=policy.admission, preemption=policy.preemption
+        )
         # LCF and LDF place a job in one region: a job whose memory floor (SPEC 3a) no single
         # region can host (floor above its GPUs or above K*) never starts under them, and the
         # run ends with exactly those pending
@@ -421,9 +430,11 @@ def test_each_policy_own_run_matches_its_reference(name):
             assert set(sim.pending) == never
             assert sim.running == ()
             continue
-        assert _own_run(name, scn, sim) == len(scn.jobs)
-        completed += 1
+        # every start is a placement: a preempted job is placed again
+        placed = _own_run(name, scn, sim)
         res = sim.result(name)
+        assert placed == len(scn.jobs) + res.n_restarts
+        completed += 1
         assert [r.placement for r in res.records] == [
             r.placement for r in make_policy(name, seed=3).simulate(scn).records
         ]

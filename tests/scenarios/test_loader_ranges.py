@@ -126,7 +126,14 @@ SETTERS: dict[str, Setter] = {
     "events.factor (link)": _at(PAPER, ("events", 0, "factor"), "events[0].factor", events=_LINK),
     **{
         key: _at(PAPER, (key,), key)
-        for key in ("gpu_failure_rate", "checkpoint_interval_s", "restart_s", "egress_usd_per_gb")
+        for key in (
+            "gpu_failure_rate",
+            "checkpoint_interval_s",
+            "restart_s",
+            "preempt_checkpoint_s",
+            "max_preemptions",
+            "egress_usd_per_gb",
+        )
     },
     "bandwidth_scale": _knob("bandwidth_scale"),
     "gpu_scale": _knob("gpu_scale"),

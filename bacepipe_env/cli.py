@@ -1001,17 +1001,14 @@ def _faults_experiment(args: argparse.Namespace) -> int:
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from .envs.registration import ENV_IDS  # the env package loads gymnasium: only here
+    from .envs.registration import check_env_id  # the env package loads gymnasium: only here
 
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not policies:
         raise ValidationError(
             "--policies", args.policies, f"give at least one of: {choices(policy_names())}"
         )
-    if args.env_id not in ENV_IDS:
-        raise ValidationError(
-            "--env-id", args.env_id, f"unknown environment id; choose from: {', '.join(ENV_IDS)}"
-        )
+    check_env_id("--env-id", args.env_id)
     policies = resolve_pretrained(policies, args.env_id)  # pretrained: the env's own agent
     for name in policies:  # unknown names and missing files fail before any model loads
         if not is_learned(name):

@@ -13,10 +13,11 @@ training runs' own evaluations (``eval.csv``) use reset seeds 1,000,000 + i; the
 of ``evaluate`` starts at :data:`HELD_OUT` (2,000,000), so nothing reported was used to pick
 or tune a model.
 
-``evaluate`` plays every heuristic that can act as an agent (the 15 of ``bacepipe policies``
-without the oracle, waiting heuristics included) and every trained model on the same
-:data:`EPISODES` held-out episodes per env with ``bacepipe_env.experiments.evaluate``, and
-writes ``benchmarks/results/learned/<env slug>/heldout.json``; ``table`` merges them into
+``evaluate`` plays every non-preemptive heuristic that can act as an agent (the 15 of
+``bacepipe policies`` without the oracle and the preemptive ones, waiting heuristics included)
+and every trained model on the same :data:`EPISODES` held-out episodes per env with
+``bacepipe_env.experiments.evaluate``, and writes
+``benchmarks/results/learned/<env slug>/heldout.json``; ``table`` merges them into
 ``benchmarks/results/learned.json`` (one row per policy, training seed and episode) and
 writes the results table (interquartile mean and mean with 95% bootstrap intervals, the
 paired JCT ratio to the env's best heuristic, training wall time) into README.md and
@@ -50,6 +51,7 @@ from bacepipe_env.experiments.evaluate import evaluate_policies  # noqa: E402
 from bacepipe_env.experiments.progress import Progress  # noqa: E402
 from bacepipe_env.experiments.stats import bootstrap_ci, paired_ratio_ci  # noqa: E402
 from bacepipe_env.learned import pretrained_dir  # noqa: E402
+from bacepipe_env.policies.registry import policy_info  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "learned"
 LEARNED_JSON = ROOT / "benchmarks" / "results" / "learned.json"
@@ -57,6 +59,9 @@ HELD_OUT = 2_000_000  # first held-out reset seed (training evaluations use 1,00
 EPISODES = 200  # held-out episodes per env
 SEEDS = (0, 1, 2)  # training seeds per recipe
 N_BOOT = 2000
+#: The heuristics the learned orderers are judged against: every agent of the world they play,
+#: where no job is preempted (the preemptive heuristics are measured in docs/preemption.md).
+HEURISTICS = [n for n in AGENT_PLACEMENTS if policy_info(n).preemption is None]
 
 #: Recipe name -> env id -> (``bacepipe train learn`` flags besides seed and folders,
 #: GeoPipeEnv overrides besides :data:`ENV_KWARGS`). Budgets fit one working session of this
@@ -159,7 +164,7 @@ def evaluate(env_ids: list[str], episodes: int, heuristics_only: bool, workers: 
         cache = folder / "heuristics.json"
         data = json.loads(cache.read_text()) if cache.is_file() else {}
         if data.get("episodes") != episodes:
-            rows, wall = _play(env_id, list(AGENT_PLACEMENTS), episodes)
+            rows, wall = _play(env_id, HEURISTICS, episodes)
             data = {"env_id": env_id, "episodes": episodes, "eval_wall_s": wall, "rows": rows}
             cache.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
         if heuristics_only:

@@ -154,3 +154,21 @@ def benchmark_module() -> Callable[[str], ModuleType]:
         return loaded[name]
 
     return load
+
+
+def _useful_iterations(sim: object, record: object) -> float:
+    """The iterations a job's attempts computed and kept: each attempt's duration less its
+    wasted time, over its placement's Eq. (1) iteration time (constant speeds only)."""
+    prof = sim.profile(record.job_id)  # type: ignore[attr-defined]
+    kept = 0.0
+    for a in record.attempts:  # type: ignore[attr-defined]
+        t_iter = sim.execution_time(record.job_id, a.placement) / prof.iterations  # type: ignore[attr-defined]
+        kept += (a.duration - a.wasted) / t_iter
+    return kept
+
+
+@pytest.fixture(scope="session")
+def useful_iterations() -> Callable[[object, object], float]:
+    """``useful_iterations(sim, record)``: what the fault and preemption invariants compare
+    with the job's iterations (its work, done exactly once)."""
+    return _useful_iterations

@@ -30,6 +30,7 @@ IDS = (
     "bacepipe_env/GeoPipe-Fig1-v2",
     "bacepipe_env/GeoPipe-Random-v2",
     "bacepipe_env/GeoPipe-Online-v1",
+    "bacepipe_env/GeoPipe-Online-Preempt-v1",
 )
 
 

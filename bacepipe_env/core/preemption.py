@@ -151,6 +151,11 @@ class PreemptionView:
             self._known[job_id] = got
         return got
 
+    def any_option(self) -> bool:
+        """Whether some running job's preemption lets a pending job start (it stops at the
+        first such job)."""
+        return any(self.beneficiaries(r.job_id) for r in self.running)
+
     def options(self) -> tuple[int, ...]:
         """The running jobs whose preemption lets some pending job start, in start order."""
         return tuple(r.job_id for r in self.running if self.beneficiaries(r.job_id))
@@ -175,6 +180,18 @@ class PreemptionView:
         if self._compute is not None or callable(self._minima):
             raise TypeError("materialize() a PreemptionView before pickling it")
         return self.__dict__.copy()
+
+    def __eq__(self, other: object) -> bool:
+        """Materialised views are equal when they hold the same data; others only to
+        themselves."""
+        if not isinstance(other, PreemptionView):
+            return NotImplemented
+        if self is other:
+            return True
+        plain = self._compute is None and other._compute is None
+        return plain and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"PreemptionView(time={self.time:g}, running={len(self.running)})"
@@ -296,6 +313,7 @@ _RULES: dict[str, tuple[type[Any], tuple[_Setting, ...]]] = {
     "srtf": (SRTFPreemption, SRTF_SETTINGS),
     "las": (LASPreemption, LAS_SETTINGS),
 }
+_NONE = NoPreemption()  # stateless: one for every simulator
 #: The rule names, in the order the docs list them.
 PREEMPTION_RULES: tuple[str, ...] = tuple(_RULES)
 
@@ -314,8 +332,8 @@ def make_preemption(rule: str | PreemptionRule | None, *, field: str = "preempti
     """A preemption rule by spec (``none``, ``srtf``, ``las``, with settings after a colon:
     ``srtf:factor=3,min_run_h=0.5``), or the object itself; None is ``none``. A one-line
     ValidationError names ``field`` for anything else."""
-    if rule is None:
-        return NoPreemption()
+    if rule is None or rule == "none":
+        return _NONE
     if not isinstance(rule, str):
         if not callable(getattr(rule, "choose", None)) or not isinstance(
             getattr(rule, "name", None), str

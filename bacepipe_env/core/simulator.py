@@ -65,6 +65,10 @@ BANDWIDTH_RTOL = 1e-9
 #: A job interrupted this many times without finishing ends the run with a SimulationError:
 #: its failures outpace its checkpoints, and it would restart forever.
 MAX_ATTEMPTS = 10_000
+#: The checkpoint, restart and preemption settings of a scenario without a fault model.
+_DEFAULT_RECOVERY = FaultModel()
+#: The most (state, job shape) placements a preemption view's memo keeps.
+_PREEMPT_MEMO = 8192
 #: From this many pending jobs on, a decision's candidates are filtered with numpy (the same
 #: tuple, in the same order; below it the plain loop is faster).
 _VECTOR_QUEUE = 48
@@ -466,10 +470,11 @@ class Simulator:
         faults = scenario.faults
         self.faults: FaultModel | None = faults if faults is not None and faults.dynamic else None
         # the checkpoint, restart and preemption settings, faults or not
-        self._recovery = faults if faults is not None else FaultModel()
+        self._recovery = faults if faults is not None else _DEFAULT_RECOVERY
         # attempts are tracked when one can end early or change speed
         self._attempts_on = self.faults is not None or self._preempts
         self._shape_keys: dict[int, tuple[object, ...]] = {}  # see _placement_shape
+        self._preempt_memo: dict[tuple[object, ...], Placement | None] = {}  # _placement_memo
         self._fault_seed = int(scenario.params.get("seed", 0)) if fault_seed is None else fault_seed
         self._columns: tuple[np.ndarray, np.ndarray] | None = None  # see priority_columns
         self._price_array: np.ndarray | None = None  # see placement_arrays
@@ -520,6 +525,8 @@ class Simulator:
             self._push(job.submit_time, _ARRIVAL, job.job_id)
         self._capacity_now: Any = self._capacity_rows  # the links' capacity now (faults)
         self._preempt_asked = False  # the preemption rule was asked at this pass's end
+        self._version = 0  # bumped at every change a preemption view reads
+        self._view: tuple[int, PreemptionView] | None = None  # the last view, at its version
         self._held: list[int] = []  # preempted at this instant: not offered in its pass
         if self._attempts_on:
             self._reset_attempts()
@@ -894,7 +901,7 @@ class Simulator:
             if self._preempts and not self._preempt_asked:
                 self._preempt_asked = True  # once per pass end (a preemption asks again)
                 if self._agent_preempts:
-                    if self._running and self._pending and self.preemption_view().options():
+                    if self._running and self._pending and self.preemption_view().any_option():
                         return ()
                 elif self._running and self._pending:
                     victim = self.preemption.choose(self.preemption_view())
@@ -1035,6 +1042,7 @@ class Simulator:
             self._tried.clear()  # GPUs came free: a new pass, without the job just stopped
             self._tried.add(job_id)
         else:
+            self._version += 1
             run.preempted_at = self._time
             run.finish = self._time + ckpt
             run.execution = run.finish - run.start
@@ -1070,39 +1078,43 @@ class Simulator:
         one-line SimulationError when preemption is off."""
         if not self._preempts:
             raise SimulationError("preemption is off: give the simulator a preemption rule")
+        if self._view is not None and self._view[0] == self._version:
+            return self._view[1]  # nothing changed since it was made: its answers stand
         now, rec = self._time, self._recovery
         rows = tuple(self._running_row(j, run) for j, run in self._running.items())
         draining = {j for j, run in self._running.items() if run.preempted_at is not None}
         base = self._state_without(draining, now)
-        base_memo: dict[tuple[object, ...], Placement | None] = {}
         pending = tuple(self._pending)
+        groups: dict[tuple[object, ...], list[int]] = {}  # per placement shape, its jobs
+        base_memo: dict[tuple[object, ...], bool] = {}  # shape -> it can start without one
 
         def compute(victim: int) -> tuple[Beneficiary, ...]:
+            if not groups:
+                for j in pending:
+                    groups.setdefault(self._placement_shape(j), []).append(j)
             state = self._state_without(draining | {victim}, now)
-            memo: dict[tuple[object, ...], Placement | None] = {}
             out = []
-            for j in pending:
-                key = self._placement_shape(j)
-                if key not in memo:
-                    memo[key] = self.placement_on(j, state)
-                p = memo[key]
+            iters, attempts, attained = self._iters_left, self._attempts, self._attained
+            for key, jobs in groups.items():  # a shape's jobs get one placement on a state
+                p = self._placement_memo(jobs[0], key, state)
                 if p is None:
                     continue
                 if key not in base_memo:
-                    base_memo[key] = self.placement_on(j, base)
-                if base_memo[key] is not None:
-                    continue  # it can start without this preemption
-                remaining = self._iters_left[j] * self.iteration_time(j, p)
-                if self._attempts[j]:
-                    remaining += rec.restart_s
-                out.append(Beneficiary(j, remaining, self._attained[j], p.n_gpus))
+                    base_memo[key] = self._placement_memo(jobs[0], key, base) is not None
+                if base_memo[key]:
+                    continue  # they can start without this preemption
+                t_iter = self.iteration_time(jobs[0], p)
+                for j in jobs:
+                    remaining = iters[j] * t_iter + (rec.restart_s if attempts[j] else 0.0)
+                    out.append(Beneficiary(j, remaining, attained[j], p.n_gpus))
+            out.sort(key=lambda b: self._rank[b.job_id])  # submission order
             return tuple(out)
 
         def minima() -> tuple[float, float]:
             lower = min((self._least_remaining(j) for j in pending), default=math.inf)
             return lower, min((self._attained[j] for j in pending), default=math.inf)
 
-        return PreemptionView(
+        view = PreemptionView(
             now,
             rows,
             minima=minima,
@@ -1110,6 +1122,24 @@ class Simulator:
             restart_s=rec.restart_s,
             compute=compute,
         )
+        self._view = (self._version, view)
+        return view
+
+    def _placement_memo(
+        self, job_id: int, shape: tuple[object, ...], state: Release
+    ) -> Placement | None:
+        """:meth:`placement_on`, remembered by state and job shape for a pure placement policy
+        (the states a preemption view asks about recur from one decision to the next)."""
+        if not self.placement_policy.pure:
+            return self.placement_on(job_id, state)
+        key = (state.free, state.residual, shape)
+        memo = self._preempt_memo
+        if key in memo:
+            return memo[key]
+        got = memo[key] = self.placement_on(job_id, state)
+        if len(memo) > _PREEMPT_MEMO:
+            del memo[next(iter(memo))]  # the oldest first
+        return got
 
     def _least_remaining(self, job_id: int) -> float:
         """A lower bound on the job's remaining time on any placement: Eq. (1) with no
@@ -1221,6 +1251,7 @@ class Simulator:
             if self._running:
                 self._accrue(self._time, t)
         self._time = t
+        self._version += 1
         faults = self._attempts_on
         changed = not faults
         while heap and heap[0][0] == t:
@@ -1301,6 +1332,7 @@ class Simulator:
                 )
 
     def _start(self, job_id: int, p: Placement) -> None:
+        self._version += 1
         prof = self._profiles[job_id]
         n = p.n_gpus
         execution = self.execution_time(job_id, p)  # Eq. (2)
@@ -1352,6 +1384,7 @@ class Simulator:
 
     def _release(self, job_id: int, run: _Running) -> None:
         """Give back a running attempt's GPUs and bandwidth."""
+        self._version += 1
         p = run.placement
         for r, g in zip(p.path, p.gpus):
             self._free[r] += g
@@ -1362,14 +1395,17 @@ class Simulator:
             self._rebook(u, v)
 
     def _finish(self, job_id: int) -> None:
-        if self._running[job_id].preempted_at is not None:  # its checkpoint is written
+        run = self._running.pop(job_id)
+        if run.preempted_at is not None:  # its preemption checkpoint is written
+            self._running[job_id] = run  # (it leaves through _interrupt)
             self._interrupt(job_id, "preempted")
             self._held.append(job_id)  # not offered again before the next event
             return
-        run = self._running.pop(job_id)
         del self._cost_rates[job_id]
         self._release(job_id, run)
-        if self._attempts_on:
+        # under faults every job's attempts are booked; without, a job never interrupted is
+        # booked as in the world without preemption, to the last bit
+        if self.faults is not None or (self._attempts_on and self._attempts[job_id]):
             self._finish_after_faults(job_id, run)
             return
         p = run.placement
@@ -1527,6 +1563,7 @@ class Simulator:
 
     def _on_fault(self, index: int) -> None:
         """Apply a (live) fault event."""
+        self._version += 1
         action = self._actions[index]
         kind = action[0]
         if kind == "fail":

@@ -60,8 +60,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
 
     - **Action**: ``Discrete(max_queue)`` (``+ 1`` with ``allow_wait``, ``+ preempt_window``
       with preempt actions): a slot of the visible window, the first ``max_queue`` candidates
-      in submission order; then the action that waits; then one per slot of the preemption
-      window, which preempts that running job.
+      in submission order; then the action that waits (there with ``allow_wait`` or preempt
+      actions); then one per slot of the preemption window, which preempts that running job.
     - **Observation**: the arrays of :data:`~.features.FEATURES` and ``action_mask``, as a Dict
       or flattened into one Box. **Reward**: ``reward(RewardTerms)`` once per step.
     - **Episode end**: terminated once every job has finished; the registered ids truncate
@@ -83,7 +83,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             of the first ``N`` running jobs in start order, and the observation the
             ``running_jobs`` array. At the end of a scheduling pass where preempting a job of
             the window would let a pending job start, the episode stops at a decision where
-            only those preempt actions and waiting are legal. Needs ``allow_wait``.
+            only those preempt actions and waiting are legal (the wait action is there even
+            without ``allow_wait``, which then only takes it away at placement decisions).
         preempt_wake_h: with preempt actions, each attempt that has run this long (hours, the
             ``min_run_h`` of the built-in rules) makes a decision point.
         max_queue: the visible window of candidates (the action space; None: the generator's
@@ -159,10 +160,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
                 self.preemption.name,
                 "must be 'none' with preempt_window > 0 (the agent preempts)",
             )
-        if self.preempt_window and not allow_wait:
-            raise ValidationError(
-                "preempt_window", preempt_window, "needs allow_wait=True (declining to preempt)"
-            )
+
         self.max_queue = cfg.resolve_max_queue(max_queue, self.generator)
         self.max_regions = cfg.resolve_max_regions(max_regions, self.generator)
         self.allow_wait: bool = cfg.require_choice("allow_wait", allow_wait, (True, False))
@@ -197,7 +195,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.render_mode = cfg.require_choice("render_mode", render_mode, (None, *_RENDER_MODES))
 
         q, kk, w = self.max_queue, self.max_regions, self.preempt_window
-        self.n_actions = q + (1 if allow_wait else 0) + w
+        # the wait also declines a preemption: with preempt actions it is there either way
+        self.n_actions = q + (1 if allow_wait or w else 0) + w
         self.action_space = spaces.Discrete(self.n_actions)
         self._dict_space = features.observation_space(q, kk, self.n_actions, enabled, w)
         self.observation_space = features.layout_space(self._dict_space, observation)
@@ -328,7 +327,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
                 break
             sim.decline(window)  # nothing visible can start: it waits for the next event
             window, previews = (), []
-        if (window or preempting) and self.allow_wait and sim.has_future_events:
+        if sim.has_future_events and (preempting or (window and self.allow_wait)):
             mask[self.max_queue] = 1
         if self.preempt_window and preempting is None and not sim.done:
             running = sim.running[: self.preempt_window]

@@ -253,12 +253,9 @@ class EvaluationReport:
 
 
 def _check(env_id: str, policies: Sequence[str], episodes: int, first_seed: int) -> None:
-    from ..envs.registration import ENV_IDS
+    from ..envs.registration import check_env_id
 
-    if env_id not in ENV_IDS:
-        raise ValidationError(
-            "env_id", env_id, f"unknown environment id; choose from: {', '.join(ENV_IDS)}"
-        )
+    check_env_id("env_id", env_id)
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise ValidationError("episodes", episodes, "must be a whole number >= 1")
     if isinstance(first_seed, bool) or not isinstance(first_seed, int) or first_seed < 0:

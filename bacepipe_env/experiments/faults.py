@@ -46,7 +46,17 @@ __all__ = [
 DEFAULT_RATES = (0.0, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4)
 #: The rates the table shows (those of them that were swept).
 TABLE_RATES = (0.0, 2e-5, 2e-4)
-DEFAULT_POLICIES = ("bace-pipe", "lcf", "ldf", "cr-lcf", "cr-ldf", "sjf")
+DEFAULT_POLICIES = (
+    "bace-pipe",
+    "lcf",
+    "ldf",
+    "cr-lcf",
+    "cr-ldf",
+    "sjf",
+    "sjf+finish-aware",
+    "sjf+finish-aware+srtf",
+    "bace-pipe+srtf",
+)
 DEFAULT_SCENARIO = "paper"
 BEGIN = "<!-- faults:begin -->"
 END = "<!-- faults:end -->"
@@ -60,6 +70,10 @@ _wasted_usd = operator.attrgetter("wasted_cost_usd")
 
 def _restarts(r: RunSummary) -> float:
     return float(r.n_restarts)
+
+
+def _preemptions(r: RunSummary) -> float:
+    return float(r.n_preemptions)
 
 
 @dataclass(frozen=True)
@@ -238,6 +252,7 @@ def render_block(data: FaultRuns) -> str:
         "mean JCT h",
         "cost $",
         "restarts",
+        "preemptions",
         "wasted GPU-h",
         "wasted $",
         "JCT / rate 0",
@@ -253,6 +268,7 @@ def render_block(data: FaultRuns) -> str:
                     _pm(data.est(x, p, _jct), ",.1f"),
                     _pm(data.est(x, p, _cost), ",.0f"),
                     f"{data.mean(x, p, _restarts):.1f}",
+                    f"{data.mean(x, p, _preemptions):.1f}",
                     f"{data.mean(x, p, _wasted_h):,.0f}",
                     f"{data.mean(x, p, _wasted_usd):,.0f}",
                     _pm(data.ratio(x, p, _jct), ".3f"),
@@ -261,8 +277,8 @@ def render_block(data: FaultRuns) -> str:
             )
     lines += [
         "Mean JCT and cost are means ± 95% CI half-widths over the seeds (cost is electricity, "
-        "the wasted part included); restarts, wasted GPU-hours and wasted cost are means of "
-        "each run's totals.",
+        "the wasted part included); restarts (after a failure, an outage or a preemption), "
+        "preemptions, wasted GPU-hours and wasted cost are means of each run's totals.",
         "",
         *_table(head, body, "l" + "r" * (len(head) - 1)),
         "",

@@ -53,9 +53,21 @@ CHARTS = ("online-jct-vs-load.png", "online-cost-vs-load.png")
 
 
 def default_policies() -> list[str]:
-    """BACE-Pipe, the paper's four baselines, the three ablations and the SJF and random
-    orderings (``fcfs`` is left out: it is ``no-priority`` under another name)."""
-    return [*baseline_names(), "no-priority", "no-pathfinder", "no-costmin", "sjf", "random"]
+    """BACE-Pipe, the paper's four baselines, the three ablations, the SJF and random
+    orderings (``fcfs`` is left out: it is ``no-priority`` under another name), the best
+    waiting heuristic ``sjf+finish-aware`` and three preemptive heuristics (SPEC 3c)."""
+    return [
+        *baseline_names(),
+        "no-priority",
+        "no-pathfinder",
+        "no-costmin",
+        "sjf",
+        "random",
+        "sjf+finish-aware",
+        "sjf+finish-aware+srtf",
+        "bace-pipe+srtf",
+        "sjf+finish-aware+las",
+    ]
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,11 @@ _p95 = operator.attrgetter("jct_p95_h")
 _p99 = operator.attrgetter("jct_p99_h")
 _slowdown = operator.attrgetter("mean_slowdown")
 _util = operator.attrgetter("gpu_utilization")
+_wasted = operator.attrgetter("wasted_gpu_hours")
+
+
+def _preemptions(r: RunSummary) -> float:
+    return float(r.n_preemptions)
 
 
 def _throughput(r: RunSummary) -> float:
@@ -327,6 +344,8 @@ def _ranking(data: OnlineRuns, at: float) -> list[str]:
                 _tonnes(data.mean(at, p, _carbon)),
                 f"{100 * data.mean(at, p, _util):.1f}%",
                 f"{data.mean(at, p, _throughput):.4f}",
+                f"{data.mean(at, p, _preemptions):,.1f}",
+                f"{data.mean(at, p, _wasted):,.0f}",
             ]
         )
     head = [
@@ -342,6 +361,8 @@ def _ranking(data: OnlineRuns, at: float) -> list[str]:
         "carbon t",
         "GPU util.",
         "jobs/h",
+        "preemptions",
+        "wasted GPU-h",
     ]
     return [
         f"### Ranking at offered load {_load(at)}",
@@ -349,8 +370,9 @@ def _ranking(data: OnlineRuns, at: float) -> list[str]:
         f"Policies by mean JCT at offered load {_load(at)} ({data.rates[data.loads.index(at)]:.4f} "
         f"jobs/h). Mean JCT and the ratios to {ref} (taken seed by seed) are means ± 95% CI "
         "half-widths over the seeds; p95/p99 JCT, slowdown, electricity cost, carbon (tonnes "
-        "CO2e), GPU utilisation and throughput (jobs completed per hour of makespan) are means "
-        "of each run's figure.",
+        "CO2e), GPU utilisation, throughput (jobs completed per hour of makespan), preemptions "
+        "and the GPU-hours they wasted (restarts and checkpoint writes) are means of each run's "
+        "figure.",
         "",
         *_table(head, body, "rl" + "r" * (len(head) - 2)),
         "",

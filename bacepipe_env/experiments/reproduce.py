@@ -28,6 +28,8 @@ from ..policies.registry import make_policy
 from ..scenarios.loader import load_scenario
 from .experiments import SWEEPS, check_seeds
 from .plots import bar_chart, grouped_bar_chart, sweep_chart
+from .preempt_ranking import PreemptRanking, run_ranking
+from .preempt_ranking import render as render_preemption
 from .runner import RayBackend, RunSpec, RunSummary, expand, run_all
 from .stats import Estimate, estimate
 from .summary import PolicyStats, summarise
@@ -1239,8 +1241,9 @@ def _counts(row: RowRuns, claims: Sequence[Claim] = CLAIMS) -> tuple[int, int]:
     return sum(v.direction for v in vs), sum(v.significant for v in vs)
 
 
-def render_report(rows: Sequence[RowRuns]) -> str:
-    """The whole report as markdown (a pure function of the runs)."""
+def render_report(rows: Sequence[RowRuns], preemption: PreemptRanking | None = None) -> str:
+    """The whole report as markdown (a pure function of the runs; the preemption section only
+    with its runs)."""
     seeds = rows[0].seeds
     n_claims = len(CLAIMS)
     cmd = f"bacepipe reproduce --out docs --seeds {seeds_text(seeds)}"
@@ -1302,6 +1305,8 @@ def render_report(rows: Sequence[RowRuns]) -> str:
     lines += _row_summaries(rows)
     lines += _absolute(rows)
     lines += _egress(rows)
+    if preemption is not None:
+        lines += render_preemption(preemption)
     lines += _why_semantics(rows)
     lines += _per_figure(rows)
     lines += _mechanisms(rows)
@@ -1692,8 +1697,9 @@ def run_reproduce(
     except OSError as err:
         raise BacepipeError(f"cannot create output directory {img}: {err.strerror}") from None
     rows = run_rows(list(seeds), workers=workers, progress=progress)
+    ranking = run_ranking(list(seeds), workers=workers, progress=progress)
     images, warnings = _charts(rows, img)
-    markdown = render_report(rows)
+    markdown = render_report(rows, ranking)
     report = out / "reproduction.md"
     try:
         report.write_text(markdown, encoding="utf-8")

@@ -10,16 +10,19 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.scenario import Scenario
 from ..core.units import hours
 from ..core.validate import require_int
 from ..errors import BacepipeError, ValidationError
 from ..learned import is_learned, layout_kwargs, load_learned
 from ..policies.registry import make_policy
+from ..scenarios.generators import RandomScenarioGenerator
 from ..scenarios.loader import load_scenario
 from .progress import Progress
 from .stats import Estimate, estimate
 
 __all__ = [
+    "RANDOM",
     "RayBackend",
     "RunGrid",
     "RunSpec",
@@ -31,10 +34,14 @@ __all__ = [
     "load_learned",  # re-exported from bacepipe_env.learned
     "run_all",
     "run_one",
+    "spec_scenario",
 ]
 
 #: What ``pip`` installs to run the grid on Ray.
 RAY_HINT = "pip install 'bacepipe-env[ray]'"
+#: A RunSpec scenario that names the random generator (GeoPipe-Random-v2's world): seed ``s``
+#: is ``RandomScenarioGenerator(**knobs)(numpy.random.default_rng(s))``.
+RANDOM = "random"
 
 
 @dataclass(frozen=True)
@@ -166,12 +173,22 @@ def _run_learned(spec: RunSpec, scenario: Any) -> Any:
     return env.sim.result(spec.policy)
 
 
+def spec_scenario(spec: RunSpec) -> Scenario:
+    """The scenario of ``spec``: the named scenario or file at its seed and knobs, or, for
+    :data:`RANDOM`, the random generator's episode for its seed (its knobs the generator's)."""
+    if spec.scenario == RANDOM:
+        import numpy as np
+
+        return RandomScenarioGenerator(**dict(spec.knobs))(np.random.default_rng(spec.seed))
+    return load_scenario(spec.scenario, seed=spec.seed, **dict(spec.knobs))
+
+
 def run_one(spec: RunSpec) -> RunSummary:
     """Load the scenario with the spec's knobs and seed, simulate the policy, summarise.
 
     A learned policy (``algo:path``) plays the scenario through :class:`GeoPipeEnv` with the
     observation layout and placement it was trained with."""
-    scenario = load_scenario(spec.scenario, seed=spec.seed, **dict(spec.knobs))
+    scenario = spec_scenario(spec)
     if is_learned(spec.policy):
         result = _run_learned(spec, scenario)
     else:

@@ -25,6 +25,8 @@ region, ties to the lower index): 0.5 s per hop. Eq. (1): ``t_iter = (sum(hops) 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from bacepipe_env.core import Cluster, Region, Scenario
@@ -62,3 +64,15 @@ def make_tiny_scenario() -> Scenario:
 def tiny_scenario() -> Scenario:
     """A fresh copy of the tiny hand-made scenario."""
     return make_tiny_scenario()
+
+
+def _sized(env_id: str) -> dict[str, int]:
+    return {"n_jobs": 100} if env_id.endswith("Preempt-v1") else {}
+
+
+@pytest.fixture(scope="session")
+def sized() -> Callable[[str], dict[str, int]]:
+    """Extra kwargs that keep a per-id test short: the preempt id's random episodes take about
+    4,000 steps at its 500 jobs (a step per preemption decision), so its generic tests play 100
+    jobs; its full episodes are tested in test_env_preemption.py."""
+    return _sized

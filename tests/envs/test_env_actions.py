@@ -116,9 +116,9 @@ def test_gym_make_passes_illegal_action_raise():
 # ---------------------------------------------------------------------------------- masks
 @pytest.mark.parametrize("allow_wait", [False, True])
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
-def test_masks_agree_and_match_the_window(env_id, allow_wait):
-    env = gym.make(env_id, allow_wait=allow_wait, info="full")
-    flat = gym.make(env_id, allow_wait=allow_wait, observation="flat", info="full")
+def test_masks_agree_and_match_the_window(sized, env_id, allow_wait):
+    env = gym.make(env_id, allow_wait=allow_wait, info="full", **sized(env_id))
+    flat = gym.make(env_id, allow_wait=allow_wait, observation="flat", info="full", **sized(env_id))
     u = env.unwrapped
     q = u.max_queue
     for seed in range(3):
@@ -132,6 +132,15 @@ def test_masks_agree_and_match_the_window(env_id, allow_wait):
             assert np.array_equal(obs["action_mask"].astype(bool), mask)
             assert env.observation_space.contains(obs)
             assert np.array_equal(fobs, gym.spaces.flatten(env.observation_space, obs))
+            window = u.preemption_window
+            if window is not None and window.view is not None:  # a decision to preempt:
+                assert not mask[:q].any() and mask[q] and mask[q + 1 :].any()  # no window
+                a = int(rng.choice(np.flatnonzero(mask)))
+                obs, _, term, trunc, info = env.step(a)
+                fobs, *_ = flat.step(a)
+                if term or trunc:
+                    break
+                continue
             assert mask[:q].any() or (allow_wait and mask[q])
             ids = info["queue_job_ids"]
             present = obs["queue"][:, Q_COL["present"]]
@@ -162,11 +171,11 @@ def test_masks_agree_and_match_the_window(env_id, allow_wait):
 
 
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
-def test_observations_are_finite_and_order_one(env_id):
+def test_observations_are_finite_and_order_one(sized, env_id):
     """Every value is finite, inside its space (>= 0 but for grid's price_now) and O(1); the
     summary's job counts are per max_queue, so a long online queue takes them past 1, and the
     2023 price spikes (AU-NSW reaches 14 x scales.price for a few hours) are not clipped."""
-    env = gym.make(env_id, allow_wait=True, info="full")
+    env = gym.make(env_id, allow_wait=True, info="full", **sized(env_id))
     counts = [S_COL[c] for c in ("pending", "hidden", "running")]
     for seed in range(5):
         obs, info = env.reset(seed=seed)

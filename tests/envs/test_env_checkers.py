@@ -41,6 +41,7 @@ EXPECTED_SCENARIO = {
     "bacepipe_env/GeoPipe-Fig1-v2": "fig1",
     "bacepipe_env/GeoPipe-Random-v2": "random",
     "bacepipe_env/GeoPipe-Online-v1": "online",
+    "bacepipe_env/GeoPipe-Online-Preempt-v1": "online",
 }
 
 
@@ -76,20 +77,24 @@ def test_registered_id_builds_its_scenario(env_id):
         isinstance(w, gym.wrappers.TimeLimit) for w in _wrappers(env)
     )
     assert env.spec.max_episode_steps == MAX_EPISODE_STEPS[env_id]
-    # every id lets the agent wait: the last action
-    assert env.action_space == gym.spaces.Discrete(env.unwrapped.max_queue + 1)
+    # every id lets the agent wait: the action after the window (then the preempt actions)
+    preempt = ENV_IDS[env_id].get("preempt_window", 0)
+    assert env.action_space == gym.spaces.Discrete(env.unwrapped.max_queue + 1 + preempt)
     env.close()
 
 
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_gymnasium_env_checker(env_id, mode):
-    env = gym.make(env_id, **MODES[mode])
+    kwargs = MODES[mode]
+    env = gym.make(env_id, **kwargs)
     # The render check needs bacepipe_env.envs.render (tested in test_env_render.py and in
     # test_gymnasium_env_checker_full below); here the API alone.
     gym_check_env(env.unwrapped, skip_render_check=True)
-    waits = MODES[mode].get("allow_wait", ENV_IDS[env_id]["allow_wait"])
-    n = env.unwrapped.max_queue + (1 if waits else 0)
+    waits = kwargs.get("allow_wait", ENV_IDS[env_id]["allow_wait"])
+    preempt = ENV_IDS[env_id].get("preempt_window", 0)
+    # the wait action is there with allow_wait, or to decline a preemption
+    n = env.unwrapped.max_queue + (1 if waits or preempt else 0) + preempt
     assert env.action_space == gym.spaces.Discrete(n)
     observation = MODES[mode].get("observation")
     if observation == "flat":
@@ -105,6 +110,8 @@ def test_gymnasium_env_checker(env_id, mode):
             grid |= {"region_faults", "link_faults"}
         if ENV_IDS[env_id].get("running_features"):
             grid |= {"running", "release", "wait_preview"}
+        if preempt:
+            grid |= {"running_jobs"}
         assert set(env.observation_space.spaces) == {
             "regions",
             "bandwidth",

@@ -74,13 +74,15 @@ def _rollout(env, seed, actions=None, rng_seed=0):
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
-def test_same_seed_same_actions_same_episode(env_id, variant):
+def test_same_seed_same_actions_same_episode(sized, env_id, variant):
     for seed in (0, 7):
         actions, first = _rollout(
-            gym.make(env_id, **VARIANTS[variant], info="full"), seed, rng_seed=seed
+            gym.make(env_id, **VARIANTS[variant], info="full", **sized(env_id)), seed, rng_seed=seed
         )
         _, second = _rollout(
-            gym.make(env_id, **VARIANTS[variant], info="full"), seed, actions=actions
+            gym.make(env_id, **VARIANTS[variant], info="full", **sized(env_id)),
+            seed,
+            actions=actions,
         )
         assert len(first) == len(second)
         for x, y in zip(first, second):
@@ -139,8 +141,8 @@ def test_unseeded_resets_follow_the_first_seed():
 
 @pytest.mark.parametrize("env_id", ["bacepipe_env/GeoPipe-v2", "bacepipe_env/GeoPipe-Random-v2"])
 @pytest.mark.parametrize("wrapped", [False, True], ids=["unwrapped", "gym.make"])
-def test_pickled_env_continues_like_the_original(env_id, wrapped):
-    env = gym.make(env_id, allow_wait=True, info="full")
+def test_pickled_env_continues_like_the_original(sized, env_id, wrapped):
+    env = gym.make(env_id, allow_wait=True, info="full", **sized(env_id))
     if not wrapped:
         env = env.unwrapped
     rng = np.random.default_rng(3)

@@ -102,9 +102,9 @@ def test_fault_features_add_two_arrays_to_the_table():
 
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_only_online_shows_faults_by_default(env_id):
-    """Off by default on the ids with a fault-free scenario, on for Online-v1;
+    """Off by default on the ids with a fault-free scenario, on for the online ids;
     ``fault_features=True`` turns the arrays on anywhere."""
-    online = env_id.endswith("Online-v1")
+    online = ENV_IDS[env_id]["scenario"] == "online"
     assert ENV_IDS[env_id].get("fault_features", False) is online
     env = gym.make(env_id, info="full")
     assert env.unwrapped.fault_features is online

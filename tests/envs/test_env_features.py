@@ -156,12 +156,13 @@ def test_spaces_and_observations_follow_the_table(env_id):
     space = env.observation_space
     enabled = [k for k in OPTIONAL_FEATURES if ENV_IDS[env_id].get(k)]
     active = active_features(enabled)
-    assert space == observation_space(u.max_queue, u.max_regions, u.n_actions, enabled)
+    w = u.preempt_window
+    assert space == observation_space(u.max_queue, u.max_regions, u.n_actions, enabled, w)
     assert u.encoder.features == active
     obs, _ = env.reset(seed=0)
     assert list(obs) == [f.name for f in active] + ["action_mask"]
     for f in active:
-        shape = f.resolve(u.max_queue, u.max_regions)
+        shape = f.resolve(u.max_queue, u.max_regions, w)
         assert space[f.name].shape == shape
         assert obs[f.name].shape == shape and obs[f.name].dtype == np.float32
     assert space["action_mask"] == gym.spaces.MultiBinary(u.n_actions)

@@ -14,7 +14,15 @@ from bacepipe_env.errors import ValidationError
 pytestmark = pytest.mark.filterwarnings("ignore:.*maximum value is infinity.*")
 
 LEAN = {"action_mask", "queue", "illegal_action"}
-SMALL = {"bacepipe_env/GeoPipe-Online-v1": {"n_jobs": 12}}
+SMALL = {
+    "bacepipe_env/GeoPipe-Online-v1": {"n_jobs": 12},
+    "bacepipe_env/GeoPipe-Online-Preempt-v1": {"n_jobs": 12},
+}
+
+
+def _lean(env_id: str) -> set[str]:
+    """The lean keys of an id: an id with preempt actions adds its window (``preemption``)."""
+    return LEAN | ({"preemption"} if ENV_IDS[env_id].get("preempt_window") else set())
 
 
 def _episode(env, seed):
@@ -34,11 +42,12 @@ def _episode(env, seed):
 def test_lean_is_the_default_and_holds_the_agents_keys(env_id):
     steps = _episode(gym.make(env_id, **SMALL.get(env_id, {})), seed=0)
     *middle, (_, _, terminated, last) = steps
+    lean = _lean(env_id)
     for _, _, _, info in middle:
-        assert set(info) == LEAN
+        assert set(info) == lean
         assert info["action_mask"].dtype == bool
     if terminated:  # the terminal step adds the episode's figures, and only them
-        extra = set(last) - LEAN
+        extra = set(last) - lean
         assert extra and all(key.startswith("episode_") for key in extra)
 
 
@@ -55,7 +64,7 @@ def test_full_adds_keys_and_changes_nothing_else(env_id):
         assert r_l == r_f and t_l == t_f
         assert set(info_l) < set(info_f)  # strictly more keys
         for key in info_l:
-            if key == "queue":
+            if key in ("queue", "preemption"):
                 assert info_l[key] == info_f[key]
             else:
                 assert np.array_equal(info_l[key], info_f[key]), key

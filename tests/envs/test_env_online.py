@@ -94,7 +94,7 @@ def test_online_is_registered_with_grid_features_and_a_distant_step_limit():
     assert u.grid_features and u.max_queue == 500 and u.max_regions == 6  # the job budget
     assert env.observation_space["grid"].shape == (6, 2)
     for env_id in ENV_IDS:  # the ids with flat-priced scenarios have no grid array
-        if env_id != ONLINE:
+        if ENV_IDS[env_id]["scenario"] != "online":
             assert "grid" not in gym.make(env_id, info="full").observation_space.spaces
 
 

@@ -96,7 +96,8 @@ def test_every_id_waits_and_sees_the_running_jobs():
     for env_id, kwargs in ENV_IDS.items():
         assert kwargs["allow_wait"] is True and kwargs["running_features"] is True
         env = gym.make(env_id)
-        assert env.action_space.n == env.unwrapped.max_queue + 1
+        preempt = kwargs.get("preempt_window", 0)  # then one action per running job's slot
+        assert env.action_space.n == env.unwrapped.max_queue + 1 + preempt
         assert {"running", "release"} <= set(env.observation_space.spaces)
 
 

@@ -82,10 +82,11 @@ def test_cells_equal_direct_simulation(tiny: tuple[Path, str]) -> None:
             cells = table[(policy, label)]
             assert cells[2].startswith(f"{sum(jct[rate]) / 2:,.1f} ± ")
             assert cells[4] == f"{sum(r.n_restarts for r in results) / 2:.1f}"
-            assert cells[5] == f"{sum(r.wasted_gpu_hours for r in results) / 2:,.0f}"
+            assert cells[5] == f"{sum(r.n_preemptions for r in results) / 2:.1f}" == "0.0"
+            assert cells[6] == f"{sum(r.wasted_gpu_hours for r in results) / 2:,.0f}"
         ratio = sum(a / b for a, b in zip(jct[2e-4], jct[0.0])) / 2
-        assert table[(policy, "2e-4")][7].startswith(f"{ratio:.3f}")
-        assert table[(policy, "0")][7] == "1.000 ± 0.000"
+        assert table[(policy, "2e-4")][8].startswith(f"{ratio:.3f}")
+        assert table[(policy, "0")][8] == "1.000 ± 0.000"
 
 
 def test_docs_carry_the_block_the_documented_command_writes(
@@ -99,8 +100,9 @@ def test_the_table_shows_the_documented_rates(docs_regenerated: tuple[str, str])
     table = rows(docs_regenerated[0])
     assert {r for _, r in table} == {"0", "2e-5", "2e-4"}
     for (policy, rate), cells in table.items():
+        assert cells[5] == "0.0", policy  # no preemption on paper, even for the srtf policies
         if rate == "0":
-            assert cells[4] == "0.0" and cells[5] == "0", policy
+            assert cells[4] == "0.0" and cells[6] == "0", policy
         else:
             assert float(cells[4]) > 0, (policy, rate)
 
@@ -108,14 +110,14 @@ def test_the_table_shows_the_documented_rates(docs_regenerated: tuple[str, str])
 def test_waste_grows_with_the_rate(docs_regenerated: tuple[str, str]) -> None:
     table = rows(docs_regenerated[0])
     for policy in {p for p, _ in table}:
-        wasted = [float(table[(policy, r)][5].replace(",", "")) for r in ("0", "2e-5", "2e-4")]
+        wasted = [float(table[(policy, r)][6].replace(",", "")) for r in ("0", "2e-5", "2e-4")]
         assert wasted == sorted(wasted) and wasted[-1] > wasted[0], policy
 
 
 def test_failures_cost_more_but_can_re_place_a_job_locked_onto_a_poor_placement() -> None:
     """What docs/faults.md reads off the table, checked run by run: on `paper` failures raise
-    bace-pipe's cost (mean over 10 seeds), yet they shorten its mean JCT, because every policy
-    is non-preemptive. On seed 0 FLM-101B starts on the 40 GPUs free at t = 0; a failure
+    bace-pipe's cost (mean over 10 seeds), yet they shorten its mean JCT, because no job is
+    ever preempted there. On seed 0 FLM-101B starts on the 40 GPUs free at t = 0; a failure
     returns it to the queue once the short jobs are done, and it completes on more GPUs,
     sooner than without failures."""
 

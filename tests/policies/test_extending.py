@@ -21,7 +21,7 @@ def _blocks() -> list[str]:
 
 def test_the_page_has_the_file_the_registration_and_the_use() -> None:
     blocks = _blocks()
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     assert "class LJFOrdering(Ordering)" in blocks[0]
     assert blocks[1].strip().startswith("PolicyInfo(") and blocks[1].count("\n") == 1
     assert "register_policy(" in blocks[2]
@@ -31,6 +31,17 @@ def test_the_worked_example_runs_as_written() -> None:
     blocks = _blocks()
     # the file, the out-of-package registration, the use; then checks on what it did
     script = "\n".join([blocks[0], blocks[2], blocks[3]]) + "\n" + CHECKS
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok"]
+
+
+def test_the_preemption_rule_example_runs_as_written() -> None:
+    block = _blocks()[4]
+    assert "class LargestFirst" in block and "preemption=LargestFirst()" in block
+    script = block + "\nassert result.n_preemptions > 0\nprint('ok')\n"
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )

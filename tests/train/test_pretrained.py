@@ -23,9 +23,13 @@ from bacepipe_env.learned import (
     pretrained_names,
 )
 
+# The ids with a pretrained agent: every id but the preempt one, whose learned agents are the
+# next issue's (bacepipe evaluate --policies pretrained says so in one line there).
+SHIPPED = [e for e in ENV_IDS if not ENV_IDS[e].get("preempt_window")]
+
 
 def test_one_small_agent_ships_per_registered_env():
-    assert pretrained_names() == sorted(env_slug(e) for e in ENV_IDS)
+    assert pretrained_names() == sorted(env_slug(e) for e in SHIPPED)
     for slug in pretrained_names():
         model, meta = pretrained_dir() / f"{slug}.zip", pretrained_dir() / f"{slug}.json"
         assert model.stat().st_size < 1_000_000  # "small": well under a megabyte
@@ -35,7 +39,7 @@ def test_one_small_agent_ships_per_registered_env():
         assert config["source"].startswith("benchmarks/results/learned/")
 
 
-@pytest.mark.parametrize("env_id", list(ENV_IDS))
+@pytest.mark.parametrize("env_id", SHIPPED)
 def test_each_agent_plays_its_env_legally(env_id):
     from bacepipe_env.envs.geopipe import GeoPipeEnv
 

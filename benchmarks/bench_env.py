@@ -94,6 +94,7 @@ IDS = (
     "bacepipe_env/GeoPipe-Random-v2",
     "bacepipe_env/GeoPipe-Fig1-v2",
     ONLINE_ID,
+    "bacepipe_env/GeoPipe-Online-Preempt-v1",
 )
 N_VEC = 8
 TARGET_RATIO = 0.15  # issue 14: every id at least 0.15 x CartPole-v1's steps/s, CPU time
@@ -153,14 +154,14 @@ def cpu_rate(env_id: str, how: str, seconds: float, seed: int = 0) -> float:
     return steps / (time.process_time() - start)
 
 
-def versus_cartpole(seconds: float) -> None:
-    """Every id's steps/s as a fraction of CartPole-v1's, one env and 8 vectorised two
-    ways, all measured in this run on process CPU time."""
+def versus_cartpole(seconds: float, ids: tuple[str, ...] = IDS) -> None:
+    """Every id's (of ``ids``) steps/s as a fraction of CartPole-v1's, one env and 8
+    vectorised two ways, all measured in this run on process CPU time."""
     print(f"\nsteps per CPU second beside CartPole-v1, this run ({seconds:g} s each):")
     hows = ("single", "make_vec", "dummy")
     pole = {how: cpu_rate("CartPole-v1", how, seconds) for how in hows}
     print(f"{'CartPole-v1':34s} " + "  ".join(f"{how} {pole[how]:9,.0f}" for how in hows))
-    for env_id in IDS:
+    for env_id in ids:
         cells = []
         for how in hows:
             rate = cpu_rate(env_id, how, seconds)
@@ -235,12 +236,29 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=5, help="1,000-job Online episodes")
     parser.add_argument("--profile", action="store_true", help="cProfile one Online episode")
     parser.add_argument("--phases", action="store_true", help="only where a step's time goes")
+    parser.add_argument(
+        "--ids", default=None, help="only these ids (comma-separated), beside CartPole-v1"
+    )
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     if args.phases:
         for env_id in IDS:
             phases(env_id)
+        return
+    if args.ids:  # a subset: the steps/s tables and CartPole-v1, not the long episode
+        chosen = tuple(i.strip() for i in args.ids.split(",") if i.strip())
+        unknown = [i for i in chosen if i not in IDS]
+        if unknown:
+            raise SystemExit(f"unknown ids {unknown}; known: {list(IDS)}")
+        for env_id in chosen:
+            for preview in (True, False):
+                rates = [
+                    _measure(env_id, args.seconds, seed, preview=preview)
+                    for seed in range(args.repeats)
+                ]
+                print(f"{env_id:34s} preview={preview!s:5s}  best {max(rates):8,.0f} steps/s")
+        versus_cartpole(args.seconds, chosen)
         return
     print(
         f"Python {platform.python_version()} on {platform.machine()}, one core, "

@@ -411,6 +411,14 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated GPU failures per GPU-hour, 0 among them "
         f"(default {','.join(f'{x:g}' for x in FAULT_RATES)})",
     )
+    for p in (onl, flt):
+        p.add_argument(
+            "--preemption",
+            default="none",
+            metavar="RULE",
+            help=f"the preemption rule of every policy without its own: "
+            f"{', '.join(PREEMPTION_RULES)}, with settings (default none)",
+        )
     flt.add_argument(
         "--policies",
         default=",".join(FAULT_POLICIES),
@@ -455,6 +463,13 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         metavar="S",
         help="reset seed of the first episode; the episodes are S, S+1, ..., S+N-1",
+    )
+    ev.add_argument(
+        "--preemption",
+        default=None,
+        metavar="RULE",
+        help="the rule the env's simulator applies for every policy without its own: "
+        f"{', '.join(PREEMPTION_RULES)} (default: the env's scenario's, none)",
     )
     ev.add_argument(
         "--reference",
@@ -683,10 +698,7 @@ def _faults(args: argparse.Namespace) -> dict[str, Any]:
     if args.restart_s is not None:
         knobs["restart_s"] = flag_number("--restart-s", args.restart_s, "restart_s")
     if args.preemption is not None:
-        try:
-            knobs["preemption"] = check_preemption(args.preemption, field="--preemption")
-        except ValidationError as err:
-            raise ValidationError("--preemption", args.preemption, err.reason) from None
+        knobs["preemption"] = _preemption_flag(args.preemption)
     if args.preempt_checkpoint is not None:
         if args.preempt_checkpoint == LOSE_SINCE_CHECKPOINT:
             knobs["preempt_checkpoint_s"] = LOSE_SINCE_CHECKPOINT
@@ -958,12 +970,16 @@ def _online(args: argparse.Namespace) -> int:
     policies = None if args.policies is None else _policies(args.policies)
     workers = _workers(args)
     out = Path(args.out)
-    if policies is None:  # the experiment's own default set
-        path = run_online(out, seeds=seeds, loads=loads, n_jobs=args.jobs, workers=workers)
-    else:
-        path = run_online(
-            out, seeds=seeds, loads=loads, n_jobs=args.jobs, policies=policies, workers=workers
-        )
+    rule = _preemption_flag(args.preemption)
+    path = run_online(
+        out,
+        seeds=seeds,
+        loads=loads,
+        n_jobs=args.jobs,
+        policies=policies,  # None: the experiment's own default set
+        workers=workers,
+        preemption=rule,
+    )
     print(f"wrote {path}")
     return 0
 
@@ -995,9 +1011,18 @@ def _faults_experiment(args: argparse.Namespace) -> int:
         policies=policies,
         scenario=args.scenario,
         workers=_workers(args),
+        preemption=_preemption_flag(args.preemption),
     )
     print(f"wrote {path}")
     return 0
+
+
+def _preemption_flag(text: str) -> str:
+    """``--preemption``: a rule spec, canonical (``srtf:factor=3``), else one line."""
+    try:
+        return check_preemption(text, field="--preemption")
+    except ValidationError as err:
+        raise ValidationError("--preemption", text, err.reason) from None
 
 
 def _evaluate(args: argparse.Namespace) -> int:
@@ -1027,7 +1052,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     reference = None if args.reference is None else args.reference.strip()
     with Progress(len(policies) * args.episodes, "episodes", "evaluate") as bar:
         report = evaluate_policies(
-            args.env_id, policies, args.episodes, args.first_seed, reference, progress=bar
+            args.env_id,
+            policies,
+            args.episodes,
+            args.first_seed,
+            reference,
+            progress=bar,
+            preemption=None if args.preemption is None else _preemption_flag(args.preemption),
         )
     if args.json != "-":
         print(report.format_table())

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.preemption import check_preemption
 from ..errors import BacepipeError, ValidationError
 from ..learned import (
     PRETRAINED,
@@ -283,6 +284,7 @@ def evaluate_policies(
     first_seed: int,
     reference: str | None = None,
     progress: Progress | None = None,
+    preemption: str | None = None,
 ) -> EvaluationReport:
     """Play every policy (registered names and ``algo:path`` models) on the episodes of
     ``env_id`` reset with seeds ``first_seed .. first_seed + episodes - 1``.
@@ -290,10 +292,20 @@ def evaluate_policies(
     ``reference`` (a policy as given, or as shown: ``learned:<name>``; default the first)
     is what the paired JCT ratios divide by. Every policy is checked (and every model loaded)
     before the first episode; bad input is one ValidationError/BacepipeError line.
-    ``progress`` counts finished episodes."""
-    from ..envs.agents import evaluate, make_agent
+    ``progress`` counts finished episodes. ``preemption`` (SPEC 3c) is the rule the env's
+    simulator applies for every policy without its own (not on an id with preempt actions,
+    whose agents preempt themselves)."""
+    from ..envs.agents import agent_env_kwargs, evaluate, make_agent
+    from ..envs.registration import ENV_IDS
 
     _check(env_id, policies, episodes, first_seed)
+    preempt_actions = bool(ENV_IDS[env_id].get("preempt_window"))
+    if preemption is not None:
+        preemption = check_preemption(preemption)
+        if preempt_actions and preemption != "none":
+            raise ValidationError(
+                "preemption", preemption, f"{env_id}'s agents make the preemptions themselves"
+            )
     policies = resolve_pretrained(policies, env_id)
     seeds = list(range(first_seed, first_seed + episodes))
     agents: list[tuple[str, str, int | None, Any, dict[str, Any]]] = []
@@ -308,12 +320,17 @@ def evaluate_policies(
             agents.append((learned_display_name(spec), spec, _train_seed(spec), agent, kwargs))
         else:
             agent = make_agent(spec)  # a one-line error for an unknown or unplayable name
-            # a heuristic reads the simulator, not the observation: skip the optional arrays
-            kwargs = {"placement": agent.placement, **_NO_OPTIONAL_ARRAYS}
-            admission = getattr(agent, "admission", None)
-            if admission is not None:
-                kwargs["admission"] = admission
+            # a heuristic reads the simulator, not the observation: skip the optional arrays;
+            # its placement, admission and preemption rule are the env's (on an id with
+            # preempt actions it plays its rule itself)
+            kwargs = {
+                **agent_env_kwargs(spec, preempt_actions=preempt_actions),
+                **_NO_OPTIONAL_ARRAYS,
+            }
             agents.append((spec, spec, None, agent, kwargs))
+    if preemption is not None:  # for every policy without a rule of its own
+        for *_, kwargs in agents:
+            kwargs.setdefault("preemption", preemption)
     shown = [a[0] for a in agents]
     if len(set(shown)) != len(shown):
         raise ValidationError("policies", list(policies), "two policies show as the same name")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.faults import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_RESTART_S
+from ..core.preemption import check_preemption
 from ..core.validate import require_float
 from ..errors import BacepipeError, ValidationError
 from ..scenarios.loader import load_scenario
@@ -87,6 +88,7 @@ class FaultRuns(RunGrid):
     runs: dict[tuple[float, str, int], RunSummary]
     checkpoint_s: float = DEFAULT_CHECKPOINT_INTERVAL_S  # the scenario's checkpoint interval
     restart_s: float = DEFAULT_RESTART_S  # and its restart time
+    preemption: str = "none"  # the rule of every policy without its own (SPEC 3c)
 
     def ratio(self, rate: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
         """``metric`` over the same policy's on the same seed at rate 0: mean ± 95% CI."""
@@ -137,12 +139,15 @@ def run_faults(
     scenario: str = DEFAULT_SCENARIO,
     workers: int | RayBackend = 1,
     progress: bool | None = None,
+    preemption: str = "none",
 ) -> Path:
     """Run every policy on ``scenario`` at every GPU failure rate (per GPU-hour) for every seed,
     then write ``out/faults.md`` and the chart ``out/img/faults-vs-rate.png``; returns the
-    markdown's path. The rates must include 0. A missing matplotlib skips the chart with a
-    warning; the markdown does not change."""
+    markdown's path. The rates must include 0; ``preemption`` is the rule of every policy
+    without its own (SPEC 3c). A missing matplotlib skips the chart with a warning; the
+    markdown does not change."""
     pols = list(DEFAULT_POLICIES if policies is None else policies)
+    preemption = check_preemption(preemption)
     vals = _check(out, seeds, rates, pols, scenario, workers)
     checkpoint_s, restart_s = _checkpointing(scenario)
     img = out / "img"
@@ -153,7 +158,13 @@ def run_faults(
     specs = [
         spec
         for x in vals
-        for spec in expand(pols, scenario, seeds, {"gpu_failure_rate": x}, {"rate": x})
+        for spec in expand(
+            pols,
+            scenario,
+            seeds,
+            {"gpu_failure_rate": x, **({"preemption": preemption} if preemption != "none" else {})},
+            {"rate": x},
+        )
     ]
     results = run_all(specs, workers=workers, label="faults", progress=progress)
     data = FaultRuns(
@@ -164,6 +175,7 @@ def run_faults(
         {(r.spec.tag["rate"], r.spec.policy, r.spec.seed): r for r in results},
         checkpoint_s,
         restart_s,
+        preemption,
     )
     try:
         _chart(data, img / CHART)
@@ -187,10 +199,14 @@ def _rate(x: float) -> str:
 
 
 def faults_command(
-    seeds: Sequence[int], rates: Sequence[float], policies: Sequence[str], scenario: str
+    seeds: Sequence[int],
+    rates: Sequence[float],
+    policies: Sequence[str],
+    scenario: str,
+    preemption: str = "none",
 ) -> str:
     """The ``bacepipe faults`` command line that gives these arguments (``--out docs``); the
-    rates, policies and scenario are left out when they are the defaults."""
+    rates, policies, scenario and preemption rule are left out when they are the defaults."""
     cmd = f"bacepipe faults --out docs --seeds {seeds_text(seeds)}"
     if tuple(sorted(rates)) != DEFAULT_RATES:
         cmd += f" --rates {','.join(_rate(x) for x in rates)}"
@@ -198,6 +214,8 @@ def faults_command(
         cmd += f" --policies {','.join(policies)}"
     if scenario != DEFAULT_SCENARIO:
         cmd += f" --scenario {scenario}"
+    if preemption != "none":
+        cmd += f" --preemption {preemption}"
     return cmd
 
 
@@ -230,7 +248,7 @@ def _seed_words(seeds: Sequence[int]) -> str:
 
 def render_block(data: FaultRuns) -> str:
     """The generated block, markers included (a pure function of the runs)."""
-    cmd = faults_command(data.seeds, data.rates, data.policies, data.scenario)
+    cmd = faults_command(data.seeds, data.rates, data.policies, data.scenario, data.preemption)
     shown = [x for x in TABLE_RATES if x in data.rates] or list(data.rates)
     lines = [
         BEGIN,
@@ -243,7 +261,12 @@ def render_block(data: FaultRuns) -> str:
         f"computing, {data.restart_s:g} s to restore one. A seed fixes the job mix and the "
         "failure draws; every policy and rate plays the same seeds, and the last two columns "
         "divide each run by the same policy's run on the "
-        "same seed at rate 0.",
+        "same seed at rate 0."
+        + (
+            f" Every policy without a preemption rule of its own runs under `{data.preemption}`."
+            if data.preemption != "none"
+            else ""
+        ),
         "",
     ]
     head = [

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.preemption import check_preemption
 from ..core.validate import require_float, require_int
 from ..errors import BacepipeError, ValidationError
 from ..policies.registry import baseline_names
@@ -83,6 +84,7 @@ class OnlineRuns(RunGrid):
     rates: tuple[float, ...]  # arrival rate (jobs/h) at each load
     mean_gpu_hours: float  # a job's expected ideal GPU-hours (K* GPUs, ideal execution)
     total_gpus: int
+    preemption: str = "none"  # the rule of every policy without its own (SPEC 3c)
 
     def ratio(self, load: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
         """``metric`` divided by the reference's on the same seed: mean ± 95% CI."""
@@ -159,20 +161,22 @@ def run_online(
     policies: Sequence[str] | None = None,
     workers: int | RayBackend = 1,
     progress: bool | None = None,
+    preemption: str = "none",
 ) -> Path:
     """Run every policy on the ``online`` scenario at every offered load for every seed (the
     same seed gives every policy the same arrivals, job mix and start hour), then write
     ``out/online.md`` and the charts ``out/img/online-{jct,cost}-vs-load.png``; returns the
-    markdown's path. A missing matplotlib skips the charts with a warning; the markdown does
-    not change."""
+    markdown's path. ``preemption`` is the rule of every policy without its own (SPEC 3c). A
+    missing matplotlib skips the charts with a warning; the markdown does not change."""
     pols = list(default_policies() if policies is None else policies)
     vals = _check(out, seeds, loads, n_jobs, pols, workers)
+    preemption = check_preemption(preemption)
     img = out / "img"
     try:
         img.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise BacepipeError(f"cannot create output directory {img}: {err.strerror}") from None
-    data = _run(list(seeds), vals, n_jobs, pols, workers, progress)
+    data = _run(list(seeds), vals, n_jobs, pols, workers, progress, preemption)
     try:
         for name in CHARTS:
             _chart(data, img / name, "jct" if "jct" in name else "cost")
@@ -196,11 +200,15 @@ def _run(
     policies: list[str],
     workers: int | RayBackend,
     progress: bool | None,
+    preemption: str = "none",
 ) -> OnlineRuns:
+    knobs: dict[str, object] = {"n_jobs": n_jobs}
+    if preemption != "none":  # (left out otherwise: the runs' knobs are as they always were)
+        knobs["preemption"] = preemption
     specs = [
         spec
         for x in loads
-        for spec in expand(policies, SCENARIO, seeds, {"load": x, "n_jobs": n_jobs}, {"load": x})
+        for spec in expand(policies, SCENARIO, seeds, {"load": x, **knobs}, {"load": x})
     ]
     results = run_all(specs, workers=workers, label=SCENARIO, progress=progress)
     runs = {(r.spec.tag["load"], r.spec.policy, r.spec.seed): r for r in results}
@@ -220,6 +228,7 @@ def _run(
         tuple(rates),
         templates[0].mean_gpu_hours(),
         templates[0].cluster.total_gpus,
+        preemption,
     )
 
 
@@ -227,10 +236,15 @@ def _run(
 
 
 def online_command(
-    seeds: Sequence[int], loads: Sequence[float], n_jobs: int, policies: Sequence[str]
+    seeds: Sequence[int],
+    loads: Sequence[float],
+    n_jobs: int,
+    policies: Sequence[str],
+    preemption: str = "none",
 ) -> str:
     """The ``bacepipe online`` command line that gives these arguments (``--out docs``); the
-    loads, the job count and the policies are left out when they are the defaults."""
+    loads, the job count, the policies and the preemption rule are left out when they are the
+    defaults."""
     cmd = f"bacepipe online --out docs --seeds {seeds_text(seeds)}"
     if tuple(loads) != DEFAULT_LOADS:
         cmd += f" --loads {','.join(f'{x:g}' for x in loads)}"
@@ -238,6 +252,8 @@ def online_command(
         cmd += f" --jobs {n_jobs}"
     if list(policies) != default_policies():
         cmd += f" --policies {','.join(policies)}"
+    if preemption != "none":
+        cmd += f" --preemption {preemption}"
     return cmd
 
 
@@ -286,7 +302,7 @@ def render_block(data: OnlineRuns) -> str:
     seeds = data.seeds
     ref = data.reference
     at = data.ranking_load
-    cmd = online_command(seeds, data.loads, data.n_jobs, data.policies)
+    cmd = online_command(seeds, data.loads, data.n_jobs, data.policies, data.preemption)
     n_runs = len(data.runs)
     lines = [
         BEGIN,
@@ -297,7 +313,12 @@ def render_block(data: OnlineRuns) -> str:
         f"{data.n_jobs} jobs per episode, {n_runs:,} simulations. A seed fixes an episode's "
         "arrivals, job mix and start hour; every policy plays the same episodes. Offered load = "
         f"arrival rate x {data.mean_gpu_hours:,.0f} GPU-h (a job's expected ideal GPU-hours, "
-        f"K* GPUs in one region) / {data.total_gpus} GPUs.",
+        f"K* GPUs in one region) / {data.total_gpus} GPUs."
+        + (
+            f" Every policy without a preemption rule of its own runs under `{data.preemption}`."
+            if data.preemption != "none"
+            else ""
+        ),
         "",
     ]
     lines += _ranking(data, at)

@@ -111,3 +111,41 @@ def test_a_benchmark_row_is_the_simulators(bench) -> None:
     assert lose.faults is not None and lose.faults.preempt_checkpoint_s is None
     lost = row["sjf+finish-aware+srtf+lose"]
     assert lost["preemptions"] == 0 or lost["wasted_gpu_h"] > 0
+
+
+# ------------------------------------------------------------- --preemption on every command
+def test_evaluate_plays_a_preemptive_policy_with_its_rule() -> None:
+    import gymnasium as gym
+
+    from bacepipe_env.experiments.evaluate import evaluate_policies
+
+    for env_id in ("bacepipe_env/GeoPipe-Online-v1", "bacepipe_env/GeoPipe-Online-Preempt-v1"):
+        report = evaluate_policies(env_id, ["sjf+finish-aware+srtf"], 1, 2_000_000)
+        env = gym.make(env_id)
+        env.reset(seed=2_000_000)
+        direct = make_policy("sjf+finish-aware+srtf").simulate(env.unwrapped.scenario)
+        (episode,) = report.policies[0].episodes
+        assert episode.avg_jct_h == direct.avg_jct / 3600 and direct.n_preemptions > 0
+    # --preemption: the rule of every policy without its own
+    ruled = evaluate_policies(
+        "bacepipe_env/GeoPipe-Online-v1", ["sjf+finish-aware"], 1, 2_000_000, preemption="srtf"
+    )
+    assert ruled.policies[0].episodes[0].avg_jct_h == report.policies[0].episodes[0].avg_jct_h
+    with pytest.raises(ValueError, match="make the preemptions themselves"):
+        evaluate_policies(PREEMPT_ID, ["sjf"], 1, 0, preemption="srtf")
+
+
+PREEMPT_ID = "bacepipe_env/GeoPipe-Online-Preempt-v1"
+
+
+@pytest.mark.parametrize("command", ["online", "faults"])
+def test_online_and_faults_take_a_preemption_rule(command: str, tmp_path: Path) -> None:
+    from bacepipe_env.cli import main
+
+    args = ["--out", str(tmp_path), "--seeds", "1", "--policies", "bace-pipe"]
+    args += ["--loads", "0.8", "--jobs", "40"] if command == "online" else ["--rates", "0"]
+    assert main([command, *args, "--preemption", "srtf"]) == 0
+    text = (tmp_path / f"{command}.md").read_text(encoding="utf-8")
+    assert "--preemption srtf`" in text
+    assert "runs under `srtf`" in " ".join(text.split())
+    assert main([command, *args, "--preemption", "lifo"]) == 2

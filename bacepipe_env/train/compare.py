@@ -30,7 +30,8 @@ import gymnasium as gym
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from ..envs.agents import evaluate, make_agent
+from ..envs.agents import agent_env_kwargs, evaluate, make_agent
+from ..envs.registration import ENV_IDS
 from ..errors import BacepipeError, OneLineParser
 from ..experiments.stats import estimate
 from ..experiments.tensorboard import Category, Chart, ScalarWriter, run_component
@@ -166,9 +167,12 @@ def compare(
     for (gid, kw_json, eval_seeds), group in groups.items():
         env_kwargs = json.loads(kw_json)
         steps = sorted(group["steps"]) or [0]
+        # with preempt actions a preemptive heuristic plays its rule itself
+        preempt = bool({**ENV_IDS.get(gid, {}), **env_kwargs}.get("preempt_window"))
         for policy in policies:
             agent = make_agent(policy)
-            kwargs = {**env_kwargs, **agent.env_kwargs}  # its placement (and admission rule)
+            # its placement, admission rule and preemption rule
+            kwargs = {**env_kwargs, **agent_env_kwargs(policy, preempt_actions=preempt)}
             env = gym.make(gid, **kwargs).unwrapped
             results = evaluate(env, agent, list(eval_seeds))
             values = {

@@ -308,3 +308,18 @@ def test_no_runs_and_no_env_id_exit_2_in_one_line(compared: dict[str, Any]) -> N
 def test_unknown_heuristic_exits_2_in_one_line(compared: dict[str, Any]) -> None:
     line = one_line_error(compared["bad_policy"])
     assert "'nope'" in line and "bace-pipe" in line, line
+
+
+def test_a_preemptive_heuristic_plays_its_rule_on_the_preempt_id(tmp_path: Path) -> None:
+    """On an id with preempt actions the heuristic plays its rule itself (the env refuses a
+    rule in its simulator there): the row is the simulator's run of the policy."""
+    from bacepipe_env.policies.registry import make_policy
+    from bacepipe_env.train.compare import compare
+
+    env_id = "bacepipe_env/GeoPipe-Online-Preempt-v1"
+    (row,) = compare(tmp_path, ["sjf+finish-aware+srtf"], env_id, [1_000_000])
+    env = gym.make(env_id)
+    env.reset(seed=1_000_000)
+    direct = make_policy("sjf+finish-aware+srtf").simulate(env.unwrapped.scenario)
+    assert direct.n_preemptions > 0
+    assert row["avg_jct_h"] == pytest.approx(direct.avg_jct / 3600, rel=1e-12)

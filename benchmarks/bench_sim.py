@@ -27,6 +27,7 @@ import math
 import os
 import platform
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -160,6 +161,32 @@ def large_online(n_jobs: int) -> None:
     )
 
 
+def clone_cost() -> None:
+    """``Simulator.clone()`` at every decision of one episode: the median and the largest CPU
+    time (issue 24's targets: under 1 ms on ``paper``, under 20 ms on a 500-job Online
+    episode)."""
+    from bacepipe_env.core.simulator import Simulator
+    from bacepipe_env.policies.registry import make_policy
+
+    for name, knobs, target_ms in (("paper", {}, 1.0), ("online", {}, 20.0)):
+        scenario = load_scenario(name, seed=0, **knobs)
+        policy = make_policy("sjf+finish-aware+srtf")
+        sim = Simulator(scenario, policy.placement, admission="finish-aware", preemption="srtf")
+        times = []
+        while (cands := sim.next_decision()) is not None:
+            start = time.process_time()
+            sim.clone()
+            times.append(1000 * (time.process_time() - start))
+            sim.place(policy.ordering.choose(sim, cands))
+        worst = max(times)
+        verdict = "met" if worst < target_ms else "MISSED"
+        print(
+            f"clone on {name} ({len(scenario.jobs)} jobs, sjf+finish-aware+srtf), at each of "
+            f"{len(times)} decisions: median {statistics.median(times):.3f} ms, max "
+            f"{worst:.3f} ms  (target under {target_ms:g} ms: {verdict})"
+        )
+
+
 def main() -> None:
     """Run the benchmarks and print their figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -180,6 +207,7 @@ def main() -> None:
         if rule == "greedy":  # the paper's world as shipped: issue 14's target
             print(f"  target 5,000 episodes/s: {'met' if rate >= PAPER_TARGET else 'MISSED'}")
     _paper(args.seconds, "greedy", gpu_failure_rate=2e-4)
+    clone_cost()
     _large(None)
     _large(2.0)
     print(f"Pathfinder of the default policy: {_pathfinder()}")

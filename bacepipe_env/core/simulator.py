@@ -23,6 +23,7 @@ SPEC section 3a, unless the scenario ignores memory), and the admission rule mus
 from __future__ import annotations
 
 import bisect
+import copy
 import heapq
 import math
 from collections.abc import Sequence
@@ -362,6 +363,13 @@ class _Running:
     # preempted at this time, writing its checkpoint until ``finish`` (None: not preempted)
     preempted_at: float | None = None
     wake: int = -1  # the sequence number of its live wake-up event (preemption only)
+
+    def copy(self) -> _Running:
+        """An independent copy (its segments list too)."""
+        out = copy.copy(self)
+        if self.segments is not None:
+            out.segments = list(self.segments)
+        return out
 
     @property
     def compute_start(self) -> float:
@@ -856,6 +864,54 @@ class Simulator:
         """True once every job has finished."""
         return len(self._records) == len(self._jobs)
 
+    # ------------------------------------------------------------------ cloning
+    def clone(self) -> Simulator:
+        """An independent copy of the simulation as it is now: stepping or running the copy
+        gives, bit for bit, what stepping or running this simulator the same way would, and
+        neither sees the other's steps. What never changes (the scenario, its profiles and
+        tariff, the finished records) and the pure memos (placements by state, floors,
+        shapes) are shared; the clock, the ledgers, the queues, the running attempts, the
+        event heap and the fault generator's state are copied. What a rollout planner forks
+        at each decision."""
+        new = object.__new__(Simulator)
+        new.__dict__.update(self.__dict__)  # shared: every field not replaced below
+        new._free = list(self._free)
+        new._reserved = [list(row) for row in self._reserved]
+        new._booked_links = dict(self._booked_links)
+        new._residual = [list(row) for row in self._residual]
+        new._row_views = list(self._row_views)
+        new._link_jobs = {link: dict(holders) for link, holders in self._link_jobs.items()}
+        if self._residual_array is not None:  # updated in place by _rebook
+            new._residual_array = self._residual_array.copy()
+        new._pending = dict(self._pending)  # (_pending_array is replaced, never changed)
+        if self._maxima_heaps is not None:
+            new._maxima_heaps = (list(self._maxima_heaps[0]), list(self._maxima_heaps[1]))
+        if self._shapes is not None:
+            new._shapes = [(need, list(jobs)) for need, jobs in self._shapes]
+        new._tried = set(self._tried)
+        new._running = {j: run.copy() for j, run in self._running.items()}
+        new._cost_rates = dict(self._cost_rates)
+        new._records = dict(self._records)  # the records themselves are frozen
+        new._heap = list(self._heap)
+        new._held = list(self._held)
+        new._view = None  # a view computes through its simulator: the copy makes its own
+        if self._attempts_on:
+            new._iters_left = dict(self._iters_left)
+            # a finished job's attempts and totals never change again: shared
+            done = self._records
+            new._attempts = {j: a if j in done else list(a) for j, a in self._attempts.items()}
+            new._acc = {j: a if j in done else list(a) for j, a in self._acc.items()}
+            new._n_preempted = dict(self._n_preempted)
+            new._attained = dict(self._attained)
+            new._actions = list(self._actions)
+        if self.faults is not None:
+            new._rng = copy.deepcopy(self._rng)  # the failures still to be drawn
+            new._capacity_now = [list(row) for row in self._capacity_now]
+            new._down = list(self._down)
+            new._outages_on = list(self._outages_on)
+            new._link_on = {link: list(f) for link, f in self._link_on.items()}
+        return new
+
     # --------------------------------------------------------------- stepping
     def next_decision(self) -> tuple[int, ...] | None:
         """Advance the clock until a job can be offered for placement.
@@ -1105,7 +1161,7 @@ class Simulator:
                     continue  # they can start without this preemption
                 t_iter = self.iteration_time(jobs[0], p)
                 for j in jobs:
-                    remaining = iters[j] * t_iter + (rec.restart_s if attempts[j] else 0.0)
+                    remaining = iters[j] * t_iter + (rec.restart_s if j in attempts else 0.0)
                     out.append(Beneficiary(j, remaining, attained[j], p.n_gpus))
             out.sort(key=lambda b: self._rank[b.job_id])  # submission order
             return tuple(out)
@@ -1147,7 +1203,7 @@ class Simulator:
         ``Delta >= t_comp(K*)`` for every ``L <= K*``), times its iterations left."""
         p = self._profiles[job_id]
         floor = 2.0 * (p.compute_coeff + p.stage_overhead + (p.n_micro - 1) * p.t_comp(p.k_star))
-        restart = self._recovery.restart_s if self._attempts[job_id] else 0.0
+        restart = self._recovery.restart_s if job_id in self._attempts else 0.0
         return restart + self._iters_left[job_id] * floor
 
     def _placement_shape(self, job_id: int) -> tuple[object, ...]:
@@ -1405,7 +1461,7 @@ class Simulator:
         self._release(job_id, run)
         # under faults every job's attempts are booked; without, a job never interrupted is
         # booked as in the world without preemption, to the last bit
-        if self.faults is not None or (self._attempts_on and self._attempts[job_id]):
+        if self.faults is not None or (self._attempts_on and job_id in self._attempts):
             self._finish_after_faults(job_id, run)
             return
         p = run.placement
@@ -1499,8 +1555,10 @@ class Simulator:
     def _reset_attempts(self) -> None:
         """Per job: iterations left, attempts, their totals, preemptions, attained service."""
         self._iters_left = {j: float(p.iterations) for j, p in self._profiles.items()}
-        self._attempts: dict[int, list[Attempt]] = {j: [] for j in self._jobs}
-        self._acc: dict[int, list[float]] = {j: [0.0] * 5 for j in self._jobs}
+        # only the jobs that have run: their attempts, and their cost, carbon, egress,
+        # wasted GPU-s and wasted cost over them
+        self._attempts: dict[int, list[Attempt]] = {}
+        self._acc: dict[int, list[float]] = {}
         self._n_preempted: dict[int, int] = dict.fromkeys(self._jobs, 0)
         self._attained: dict[int, float] = dict.fromkeys(self._jobs, 0.0)  # closed attempts
         self._actions: list[tuple[Any, ...]] = []
@@ -1528,7 +1586,7 @@ class Simulator:
         first; its GPUs may fail at the scenario's rate."""
         faults = self.faults
         iters = self._iters_left[job_id]
-        restart = self._recovery.restart_s if self._attempts[job_id] else 0.0
+        restart = self._recovery.restart_s if job_id in self._attempts else 0.0
         t_iter = run.execution / prof.iterations  # seconds per iteration on this placement now
         compute = run.execution if iters == prof.iterations else iters * t_iter
         run.restart, run.iters = restart, iters
@@ -1688,7 +1746,7 @@ class Simulator:
             egress = self._tariff.egress_cost(
                 run.placement.path, done * prof.n_micro * prof.activation_bytes
             )
-        acc = self._acc[job_id]
+        acc = self._acc.setdefault(job_id, [0.0] * 5)
         acc[0] += cost
         acc[1] += carbon
         acc[2] += egress
@@ -1698,7 +1756,7 @@ class Simulator:
         if self._flat:
             self._carbon_accrued += run.carbon_rate * (end - start)
         self._cost_accrued += egress
-        self._attempts[job_id].append(
+        self._attempts.setdefault(job_id, []).append(
             Attempt(start, end, run.placement, outcome, run.restart, wasted_s)
         )
         if outcome != "completed" and len(self._attempts[job_id]) >= MAX_ATTEMPTS:

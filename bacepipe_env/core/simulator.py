@@ -43,6 +43,7 @@ from .preemption import Beneficiary, PreemptionRule, PreemptionView, RunningJob,
 from .scenario import Scenario
 from .tariff import Tariff
 from .units import SECONDS_PER_HOUR, hours
+from .validate import require_int
 
 __all__ = [
     "BANDWIDTH_RTOL",
@@ -53,6 +54,7 @@ __all__ = [
     "RunResult",
     "SchedulerView",
     "Simulator",
+    "lookahead_horizon",
 ]
 
 # Event kinds, in their order at one instant: completions, then faults, then arrivals, then
@@ -536,6 +538,7 @@ class Simulator:
         self._version = 0  # bumped at every change a preemption view reads
         self._view: tuple[int, PreemptionView] | None = None  # the last view, at its version
         self._held: list[int] = []  # preempted at this instant: not offered in its pass
+        self._unknown: frozenset[int] = frozenset()  # jobs a lookahead-limited clone left out
         if self._attempts_on:
             self._reset_attempts()
         if self.faults is not None:
@@ -861,18 +864,31 @@ class Simulator:
 
     @property
     def done(self) -> bool:
-        """True once every job has finished."""
-        return len(self._records) == len(self._jobs)
+        """True once every job has finished (every job the simulation knows of: a clone with
+        a limited lookahead knows only the jobs submitted, or announced, when it was made)."""
+        return len(self._records) == len(self._jobs) - len(self._unknown)
 
     # ------------------------------------------------------------------ cloning
-    def clone(self) -> Simulator:
+    def clone(self, lookahead: str = "clairvoyant", seed: int | None = None) -> Simulator:
         """An independent copy of the simulation as it is now: stepping or running the copy
         gives, bit for bit, what stepping or running this simulator the same way would, and
         neither sees the other's steps. What never changes (the scenario, its profiles and
         tariff, the finished records) and the pure memos (placements by state, floors,
         shapes) are shared; the clock, the ledgers, the queues, the running attempts, the
         event heap and the fault generator's state are copied. What a rollout planner forks
-        at each decision."""
+        at each decision.
+
+        What the copy knows of the future (:func:`lookahead_horizon`): ``clairvoyant`` (the
+        default) every job; ``submitted`` only the jobs submitted by now; ``announced:H``
+        those submitted within H hours. The others never arrive in the copy, which is
+        :attr:`done` when the jobs it knows of have finished. ``seed`` draws the GPU failures
+        still to come afresh, from that seed (the running attempts' included: failures are
+        memoryless), so that the copy does not know the original's; None keeps them, as a
+        bit-identical continuation needs. Scheduled events (outages, link and price changes)
+        are a calendar, known either way."""
+        horizon = lookahead_horizon(lookahead)
+        if seed is not None:
+            require_int("seed", seed, minimum=0, exc=ValidationError)
         new = object.__new__(Simulator)
         new.__dict__.update(self.__dict__)  # shared: every field not replaced below
         new._free = list(self._free)
@@ -910,7 +926,33 @@ class Simulator:
             new._down = list(self._down)
             new._outages_on = list(self._outages_on)
             new._link_on = {link: list(f) for link, f in self._link_on.items()}
+            if seed is not None:
+                new._redraw_failures(seed)
+        if horizon < math.inf:  # the jobs submitted after the lookahead never arrive
+            cutoff = self._time + horizon
+            late = {e[3] for e in new._heap if e[1] == _ARRIVAL and e[0] > cutoff}
+            if late:
+                new._heap = [e for e in new._heap if not (e[1] == _ARRIVAL and e[3] in late)]
+                heapq.heapify(new._heap)
+                new._unknown = self._unknown | late
         return new
+
+    def _redraw_failures(self, seed: int) -> None:
+        """A new failure stream from ``seed``: every running attempt's next failure drawn again
+        from now (exponential, memoryless), the old draws dropped."""
+        faults = self.faults
+        assert faults is not None
+        self._rng = np.random.default_rng(np.random.SeedSequence([seed, 11]))
+        self._heap = [
+            e for e in self._heap if not (e[1] == _FAULT and self._actions[e[3]][0] == "fail")
+        ]
+        heapq.heapify(self._heap)
+        if faults.gpu_failure_rate <= 0:
+            return
+        for job_id, run in self._running.items():
+            mean = SECONDS_PER_HOUR / (faults.gpu_failure_rate * run.placement.n_gpus)
+            self._push_fault(self._time + float(self._rng.exponential(mean)), ("fail", job_id))
+            self._actions[-1] = ("fail", job_id, run.attempt_id)
 
     # --------------------------------------------------------------- stepping
     def next_decision(self) -> tuple[int, ...] | None:
@@ -1256,7 +1298,8 @@ class Simulator:
         """The outcome so far; complete once :attr:`done` is true."""
         if not self.done:
             raise SimulationError(
-                f"{len(self._jobs) - len(self._records)} jobs have not finished yet"
+                f"{len(self._jobs) - len(self._unknown) - len(self._records)} jobs have not "
+                "finished yet"
             )
         recs = tuple(self._records[j] for j in sorted(self._records))
         first = min(r.submit_time for r in recs)
@@ -1775,6 +1818,27 @@ class Simulator:
         execution = math.fsum(a.duration for a in attempts)
         jct = run.finish - job.submit_time
         self._record(job_id, run, attempts, jct - execution, execution, jct, self._acc[job_id])
+
+
+def lookahead_horizon(lookahead: str) -> float:
+    """Seconds ahead a simulation's clone may know jobs: ``submitted`` 0, ``announced:H`` H
+    hours, ``clairvoyant`` infinity (a bound: no scheduler knows that much). A one-line
+    ValidationError otherwise."""
+    if lookahead == "clairvoyant":
+        return math.inf
+    if lookahead == "submitted":
+        return 0.0
+    name, _, hours_ahead = str(lookahead).partition(":")
+    if name == "announced":
+        try:
+            value = float(hours_ahead)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and 0.0 <= value <= 1e6:
+            return value * SECONDS_PER_HOUR
+    raise ValidationError(
+        "lookahead", lookahead, "choose submitted, announced:H (hours, 0-1e6) or clairvoyant"
+    )
 
 
 def _check_finite(result: RunResult) -> None:

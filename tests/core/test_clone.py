@@ -4,13 +4,17 @@ preempting at random) and hourly prices."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bacepipe_env.core import RunResult, Simulator
+from bacepipe_env.core.simulator import lookahead_horizon
+from bacepipe_env.errors import ValidationError
 from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import load_scenario
 
@@ -110,3 +114,56 @@ def test_a_clone_shares_what_never_changes_and_copies_the_rest() -> None:
     twin.place(policy.ordering.choose(twin, cands))
     twin.next_decision()
     assert (sim.time, sim.pending, sim.running, sim.free_gpus, sim.job_seconds) == before
+
+
+def _midway(**knobs: Any) -> tuple[Simulator, Any]:
+    scenario = load_scenario("online", seed=1, n_jobs=60, **knobs)
+    policy = make_policy("sjf+finish-aware")
+    sim = Simulator(scenario, policy.placement, admission="finish-aware")
+    for _ in range(15):
+        sim.place(policy.ordering.choose(sim, sim.next_decision()))
+    return sim, policy
+
+
+@pytest.mark.parametrize(("lookahead", "hours"), [("submitted", 0.0), ("announced:24", 24.0)])
+def test_a_clone_knows_only_the_jobs_its_lookahead_allows(lookahead: str, hours: float) -> None:
+    sim, policy = _midway()
+    now = sim.time
+    known = {j.job_id for j in sim.scenario.jobs if j.submit_time <= now + hours * 3600}
+    assert 0 < len(known) < 60
+    result = sim.clone(lookahead).run(policy.ordering)
+    assert {r.job_id for r in result.records} == known
+    # the jobs it knows of get exactly the start the original would give them, until the
+    # first job it does not know arrives
+    full = sim.clone().run(policy.ordering)
+    first_unknown = min(j.submit_time for j in sim.scenario.jobs if j.job_id not in known)
+    starts = {r.job_id: r.start_time for r in full.records}
+    for r in result.records:
+        if r.start_time < first_unknown:
+            assert r.start_time == starts[r.job_id]
+    assert not sim.done and len(sim.pending) + len(sim.running) > 0  # the original is intact
+
+
+def test_a_seed_draws_the_failures_to_come_afresh() -> None:
+    sim, policy = _midway(gpu_failure_rate=2e-4)
+    names = sim.cluster.names
+    same = sim.clone().run(policy.ordering).to_dict(names)
+    assert sim.clone(seed=None).run(policy.ordering).to_dict(names) == same
+    fresh = [sim.clone(seed=s).run(policy.ordering).to_dict(names) for s in (3, 3, 4)]
+    assert fresh[0] == fresh[1]  # a seed fixes the draws
+    assert fresh[0] != same and fresh[0] != fresh[2]  # the original's are not known
+    # without failures a seed changes nothing
+    calm, _ = _midway()
+    assert calm.clone(seed=3).run(policy.ordering).to_dict(names) == calm.clone().run(
+        policy.ordering
+    ).to_dict(names)
+
+
+@pytest.mark.parametrize("bad", ["nope", "announced:x", "announced:-1", "announced:inf"])
+def test_a_bad_lookahead_is_a_one_line_error(bad: str) -> None:
+    sim, _ = _midway()
+    with pytest.raises(ValidationError) as err:
+        sim.clone(bad)
+    assert str(err.value).startswith("lookahead") and "\n" not in str(err.value)
+    assert lookahead_horizon("clairvoyant") == math.inf
+    assert lookahead_horizon("announced:1.5") == 5400.0 and lookahead_horizon("submitted") == 0.0

@@ -198,7 +198,8 @@ def test_online_passes_its_arguments(
     assert call["seeds"] == [0, 1, 2, 3, 4]
     assert call["loads"] == [0.4, 0.6, 0.8, 1.0, 1.2]
     assert call["n_jobs"] == 500
-    assert "policies" not in call  # the experiment's own default set
+    assert call.get("policies") is None  # the experiment's own default set
+    assert call["preemption"] == "none"  # every policy's own rule, none for the others
     assert call["workers"] >= 1
     argv = ["online", "--out", "o", "--seeds", "2-3", "--loads", "0.5, 1.5", "--jobs", "20"]
     assert main([*argv, "--policies", "bace-pipe,lcf", "--workers", "1"]) == 0
@@ -206,6 +207,8 @@ def test_online_passes_its_arguments(
     call = calls[-1]
     assert (call["out"], call["seeds"], call["loads"]) == (Path("o"), [2, 3], [0.5, 1.5])
     assert (call["n_jobs"], call["policies"], call["workers"]) == (20, ["bace-pipe", "lcf"], 1)
+    assert main([*argv, "--preemption", "srtf:factor=3"]) == 0
+    assert calls[-1]["preemption"] == "srtf:factor=3"
 
 
 @pytest.mark.parametrize(

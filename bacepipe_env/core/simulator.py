@@ -950,9 +950,7 @@ class Simulator:
         if faults.gpu_failure_rate <= 0:
             return
         for job_id, run in self._running.items():
-            mean = SECONDS_PER_HOUR / (faults.gpu_failure_rate * run.placement.n_gpus)
-            self._push_fault(self._time + float(self._rng.exponential(mean)), ("fail", job_id))
-            self._actions[-1] = ("fail", job_id, run.attempt_id)
+            self._draw_failure(job_id, run, self._time, faults.gpu_failure_rate)
 
     # --------------------------------------------------------------- stepping
     def next_decision(self) -> tuple[int, ...] | None:
@@ -1640,10 +1638,15 @@ class Simulator:
         if self._wake_s > 0.0 and run.start + self._wake_s < run.finish:
             run.wake = self._seq
             self._push(run.start + self._wake_s, _WAKE, job_id)
-        if faults is not None and faults.gpu_failure_rate > 0:  # its GPUs' first failure
-            mean = SECONDS_PER_HOUR / (faults.gpu_failure_rate * run.placement.n_gpus)
-            self._push_fault(run.start + float(self._rng.exponential(mean)), ("fail", job_id))
-            self._actions[-1] = ("fail", job_id, run.attempt_id)
+        if faults is not None and faults.gpu_failure_rate > 0:
+            self._draw_failure(job_id, run, run.start, faults.gpu_failure_rate)
+
+    def _draw_failure(self, job_id: int, run: _Running, now: float, rate: float) -> None:
+        """The first failure among the attempt's GPUs from ``now`` on (each GPU fails at
+        ``rate`` per hour, memoryless), drawn from the run's generator and queued."""
+        mean = SECONDS_PER_HOUR / (rate * run.placement.n_gpus)
+        self._push_fault(now + float(self._rng.exponential(mean)), ("fail", job_id))
+        self._actions[-1] = ("fail", job_id, run.attempt_id)
 
     def _stale(self, event: tuple[float, int, int, int]) -> bool:
         """Whether a queued event no longer applies: a completion that an interruption or a

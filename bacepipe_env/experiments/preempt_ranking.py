@@ -73,13 +73,11 @@ def run_ranking(
     return PreemptRanking(tuple(seeds), runs)
 
 
-def _pm(e: Estimate) -> str:
-    return f"{e.mean:.3f}" if math.isnan(e.ci95) else f"{e.mean:.3f} ± {e.ci95:.3f}"
-
-
 def render(data: PreemptRanking) -> list[str]:
     """The section's lines (markdown, before wrapping)."""
-    from .reproduce import _table  # the report's table writer (reproduce imports this module)
+    # the report's table writer and the online tables' ratio cells (both import this module)
+    from .online import _pm, _ratio
+    from .reproduce import _table
 
     n = len(data.seeds)
     head = [
@@ -105,7 +103,7 @@ def render(data: PreemptRanking) -> list[str]:
                     str(off[p]),
                     f"{data.mean(world, RULE, p):,.1f}",
                     str(on[p]),
-                    _pm(data.ratio(world, p)),
+                    _pm(data.ratio(world, p), _ratio),
                     f"{data.mean(world, RULE, p, 'n_preemptions'):,.1f}",
                     f"{data.mean(world, RULE, p, 'wasted_gpu_hours'):,.0f}",
                 ]

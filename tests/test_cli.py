@@ -269,3 +269,32 @@ def test_egress_changes_only_the_egress_figures(capsys: pytest.CaptureFixture[st
     assert dear["total_egress_usd"] == pytest.approx(2.5 * on["total_egress_usd"], rel=1e-12)
     egress_line = next(x for x in charged if x.startswith("  egress cost"))
     assert egress_line == f"  egress cost      {on['total_egress_usd']:12,.2f} $"
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "needle"),
+    [
+        ("--preemption", "lifo", "unknown rule"),
+        ("--preemption", "srtf:factor=0.5", "factor must be in"),
+        ("--preempt-checkpoint", "lose", "lose-since-checkpoint"),
+        ("--preempt-checkpoint", "-5", "lose-since-checkpoint"),
+        ("--max-preemptions", "2.5", "whole number"),
+        ("--max-preemptions", "-1", "[0, 1,000]"),
+    ],
+)
+def test_bad_preemption_flags_are_one_line_and_exit_2(flag: str, value: str, needle: str) -> None:
+    proc = _run("simulate", "--scenario", "paper", flag, value)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"bacepipe: error: {flag}")
+    assert needle in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_preemption_flags_reach_the_run() -> None:
+    proc = _run(
+        "simulate", "--scenario", "online", "--jobs", "40", "--seed", "1",
+        "--policy", "sjf+finish-aware", "--preemption", "srtf",
+        "--preempt-checkpoint", "lose-since-checkpoint", "--max-preemptions", "2",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "srtf preemption" in proc.stdout and "preemptions" in proc.stdout

@@ -29,7 +29,7 @@ from .core.faults import (
 )
 from .core.limits import LIMITS, Limit, check_limit
 from .core.preemption import PREEMPTION_RULES, check_preemption
-from .core.simulator import RunResult
+from .core.simulator import RunResult, lookahead_horizon
 from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
 from .errors import BacepipeError, OneLineParser, ValidationError, choices, shorten
@@ -58,6 +58,7 @@ from .policies.registry import (
     make_policy,
     policy_info,
     policy_names,
+    split_policies,
 )
 from .scenarios import list_scenarios, load_scenario
 
@@ -483,6 +484,64 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="also write every episode and the summary as JSON to OUT ('-' for stdout)",
     )
+    hr = sub.add_parser(
+        "headroom",
+        help="the rollout planner against an environment id's best heuristic on the same "
+        "episodes: how much room the env's decisions leave (docs/headroom.md)",
+    )
+    hr.add_argument(
+        "--env-id",
+        required=True,
+        metavar="ID",
+        help="a bacepipe_env environment id, e.g. bacepipe_env/GeoPipe-v2",
+    )
+    hr.add_argument(
+        "--episodes",
+        type=_limited(Limit(1, MAX_SEEDS, integer=True)),
+        required=True,
+        metavar="N",
+        help="episodes, the same for every policy",
+    )
+    hr.add_argument(
+        "--first-seed",
+        type=_limited("seed"),
+        default=1_000_000,
+        metavar="S",
+        help="reset seed of the first episode (default 1000000: held out from training)",
+    )
+    hr.add_argument(
+        "--base",
+        default=None,
+        metavar="P",
+        help="the heuristic the planner finishes its forks with (default: the env's best)",
+    )
+    hr.add_argument(
+        "--lookahead",
+        default="submitted",
+        metavar="L",
+        help="what the planner's forks know: submitted (default), announced:H or "
+        "clairvoyant (a bound, not a scheduler)",
+    )
+    hr.add_argument(
+        "--k",
+        type=_limited(Limit(1, 64, integer=True)),
+        default=4,
+        metavar="K",
+        help="how many of the base's favourite candidates each decision tries (default 4)",
+    )
+    hr.add_argument(
+        "--jobs",
+        type=_limited("workload.n_jobs"),
+        default=None,
+        metavar="N",
+        help="jobs per episode (default: the env's; e.g. 80 for a short Online episode)",
+    )
+    hr.add_argument(
+        "--json",
+        default=None,
+        metavar="OUT",
+        help="also write the report as JSON to OUT ('-' for stdout)",
+    )
     # Listed for --help only: main() hands `bacepipe train ...` to the training command as is.
     sub.add_parser(
         "train",
@@ -828,18 +887,14 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def _policies(text: str) -> list[str]:
-    names = (
-        policy_names()
-        if text.strip() == "all"
-        else [p.strip() for p in text.split(",") if p.strip()]
-    )
+    names = policy_names() if text.strip() == "all" else split_policies(text)
     if not names:
         raise ValidationError(
             "--policies", text, f"give at least one of: {choices(policy_names())}"
         )
     for name in names:
         # learned models (algo:path) are checked when loaded, ``pretrained`` once the env is known
-        if ":" not in name and name != PRETRAINED:
+        if not is_learned(name) and name != PRETRAINED:
             policy_info(name)
     return names
 
@@ -1028,7 +1083,7 @@ def _preemption_flag(text: str) -> str:
 def _evaluate(args: argparse.Namespace) -> int:
     from .envs.registration import check_env_id  # the env package loads gymnasium: only here
 
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    policies = split_policies(args.policies)
     if not policies:
         raise ValidationError(
             "--policies", args.policies, f"give at least one of: {choices(policy_names())}"
@@ -1075,6 +1130,49 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _headroom(args: argparse.Namespace) -> int:
+    from .envs.registration import check_env_id  # the env package loads gymnasium: only here
+    from .experiments.headroom import headroom_steps, run_headroom
+
+    check_env_id("--env-id", args.env_id)
+    try:
+        lookahead_horizon(args.lookahead)
+    except ValidationError as err:
+        raise ValidationError("--lookahead", args.lookahead, err.reason) from None
+    with Progress(headroom_steps(args.env_id, args.episodes), "runs", "headroom") as bar:
+        report = run_headroom(
+            args.env_id,
+            args.episodes,
+            args.first_seed,
+            base=args.base,
+            lookahead=args.lookahead,
+            k=args.k,
+            progress=bar,
+            n_jobs=args.jobs,
+        )
+    if args.json != "-":
+        print(report.format())
+    if args.json is not None:
+        _write_json(args.json, report.to_json())
+    return 0
+
+
+def _write_json(path: str, text: str) -> None:
+    """``text`` to stdout (``-``) or to ``path``, whole or not at all (a temporary file
+    renamed into place), with a one-line error when it cannot be written."""
+    if path == "-":
+        print(text)
+        return
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        tmp.write_text(text + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as err:
+        raise BacepipeError(f"cannot write {path}: {err.strerror}") from None
+    print(f"\nwrote {path}")
+
+
 def _error(err: BacepipeError) -> None:
     """Print ``err`` as the one ``bacepipe: error:`` line, under 200 characters whatever it
     holds (a ValidationError already is; a SimulationError listing many jobs is cut)."""
@@ -1104,6 +1202,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             width = max(map(len, names))
             for name in names:
                 print(f"{name:{width}s}  {policy_info(name).description}")
+            family = "rollout:<base>"
+            print(
+                f"{family:{width}s}  Rollout planner over any heuristic above "
+                "(settings: ,k=4,lookahead=submitted|announced:H|clairvoyant; docs/headroom.md)"
+            )
             return 0
         if args.command in ("compare", "sweep", "ablation"):
             return _experiment(args)
@@ -1115,6 +1218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _faults_experiment(args)
         if args.command == "evaluate":
             return _evaluate(args)
+        if args.command == "headroom":
+            return _headroom(args)
         return _simulate(args)
     except BacepipeError as err:
         _error(err)

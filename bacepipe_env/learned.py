@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import BacepipeError
+from .policies.rollout import PREFIX as ROLLOUT_PREFIX
 
 __all__ = [
     "AGENT_ENTRY_POINTS",
@@ -167,8 +168,9 @@ def scenario_env_id(scenario: str) -> str | None:
 
 
 def is_learned(policy: str) -> bool:
-    """``algo:path`` names a saved model (``ppo:runs/x/model.zip``), not a registered policy."""
-    return ":" in policy
+    """``algo:path`` names a saved model (``ppo:runs/x/model.zip``), not a registered policy
+    (nor a rollout planner, ``rollout:<base>``)."""
+    return ":" in policy and not policy.startswith(ROLLOUT_PREFIX)
 
 
 def learned_prefixes() -> list[str]:

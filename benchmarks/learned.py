@@ -52,6 +52,7 @@ from bacepipe_env.experiments.progress import Progress  # noqa: E402
 from bacepipe_env.experiments.stats import bootstrap_ci, paired_ratio_ci  # noqa: E402
 from bacepipe_env.learned import pretrained_dir  # noqa: E402
 from bacepipe_env.policies.registry import policy_info  # noqa: E402
+from benchmarks.tables import splice  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "learned"
 LEARNED_JSON = ROOT / "benchmarks" / "results" / "learned.json"
@@ -292,14 +293,6 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _splice(path: Path, text: str) -> None:
-    """Put ``text`` between the ``learned-table`` markers of ``path``."""
-    begin, end = "<!-- learned-table:begin -->\n", "<!-- learned-table:end -->"
-    doc = path.read_text()
-    i, j = doc.index(begin) + len(begin), doc.index(end)
-    path.write_text(doc[:i] + text + doc[j:])
-
-
 def table() -> None:
     """Merge the held-out files into learned.json and write the tables."""
     rows: list[dict[str, Any]] = []
@@ -328,7 +321,7 @@ def table() -> None:
     LEARNED_JSON.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n")
     text = markdown(summaries)
     for doc in (ROOT / "README.md", ROOT / "docs" / "learned.md"):
-        _splice(doc, text)
+        splice(doc, "learned-table", text)
     print(text)
 
 

@@ -36,11 +36,12 @@ sys.path.insert(0, str(ROOT))
 from bacepipe_env import __version__  # noqa: E402
 from bacepipe_env.experiments.progress import Progress  # noqa: E402
 from bacepipe_env.experiments.stats import paired_ratio_ci  # noqa: E402
+from benchmarks.tables import splice  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "preemption.json"
 DOCS = ROOT / "docs" / "preemption.md"  # every row and the speed table
 README = ROOT / "README.md"  # the rows of README_POLICIES
-BEGIN, END = "<!-- preemption-table:begin -->", "<!-- preemption-table:end -->"
+MARKERS = "preemption-table"  # <!-- preemption-table:begin --> ... :end -->
 HELD_OUT = 2_000_000  # the first held-out reset seed, as for the learned orderers
 REFERENCE = "sjf+finish-aware"  # the best non-preemptive heuristic on Random-v2 and GeoPipe-v2
 N_BOOT = 2000
@@ -236,21 +237,13 @@ def markdown(summaries: list[dict[str, Any]], data: dict[str, Any], full: bool =
     return "\n".join(lines) + "\n"
 
 
-def _splice(path: Path, text: str) -> None:
-    old = path.read_text(encoding="utf-8")
-    start, end = old.find(BEGIN), old.find(END)
-    if not 0 <= start < end:
-        raise SystemExit(f"{path}: no {BEGIN} ... {END} markers")
-    path.write_text(old[: start + len(BEGIN)] + "\n" + text + old[end:], encoding="utf-8")
-
-
 def table() -> str:
     """Write the tables into the docs; returns them."""
     data = json.loads(RESULTS.read_text())
     summaries = summarise(data)
     text = markdown(summaries, data)
-    _splice(DOCS, text)
-    _splice(README, markdown(summaries, data, full=False))
+    splice(DOCS, MARKERS, text)
+    splice(README, MARKERS, markdown(summaries, data, full=False))
     print(text)
     return text
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -141,7 +142,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     "args,needle",
     [
-        (["--env-id", "nope", "--policies", "sjf"], "bacepipe_env/ + GeoPipe-v2"),
+        (["--env-id", "nope", "--policies", "sjf"], "bacepipe_env/GeoPipe- + v2, Fig1-v2"),
         (["--env-id", ENV_ID, "--policies", "no-such-policy"], "no-such-policy"),
         (["--env-id", ENV_ID, "--policies", "sjf", "--episodes", "0"], "--episodes"),
         (["--env-id", ENV_ID, "--policies", "sjf", "--first-seed", "-1"], "--first-seed"),
@@ -169,8 +170,13 @@ def test_bad_input_is_one_line_exit_2(args: list[str], needle: str) -> None:
 
 def test_unknown_env_id_lists_every_id() -> None:
     proc = _cli("--env-id", "x", "--policies", "sjf", "--episodes", "1", "--first-seed", "0")
-    assert "bacepipe_env/" in proc.stderr and proc.stderr.count("\n") == 1
-    assert all(env_id.removeprefix("bacepipe_env/") in proc.stderr for env_id in ENV_IDS)
+    assert proc.stderr.count("\n") == 1
+    # the ids' shared start written once, then every id's rest, in registration order
+    listed = re.search(r"unknown environment id; (\S+) \+ (.*) \(got 'x'\)$", proc.stderr.strip())
+    assert listed, proc.stderr
+    start, rests = listed.group(1), listed.group(2).split(", ")
+    assert start == "bacepipe_env/GeoPipe-"
+    assert [start + rest for rest in rests] == list(ENV_IDS)
 
 
 def test_learned_display_names() -> None:

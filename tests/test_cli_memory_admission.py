@@ -272,8 +272,8 @@ def test_unknown_admission_flag(
 ) -> None:
     assert main([*_argv(command, "paper", tmp_path / "out"), "--admission", "eager"]) == 2
     line = _one_error_line(capsys)
-    assert line == "bacepipe: error: --admission: choose from: greedy, finish-aware, full " + (
-        "(got 'eager')"
+    assert line == "bacepipe: error: --admission: choose from: greedy, finish-aware, full, " + (
+        "announce-aware (got 'eager')"
     )
     assert not (tmp_path / "out").exists()
 
@@ -326,7 +326,8 @@ BAD_FILES = {
     ),
     "unknown-admission": (
         _paper(admission="eager"),
-        "admission: unknown rule; choose from: greedy, finish-aware, full (got 'eager')",
+        "admission: unknown rule; choose from: greedy, finish-aware, full, announce-aware "
+        "(got 'eager')",
     ),
     "ignore-memory-string": (
         _paper(ignore_memory="yes"),

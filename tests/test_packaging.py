@@ -31,6 +31,8 @@ IDS = (
     "bacepipe_env/GeoPipe-Random-v2",
     "bacepipe_env/GeoPipe-Online-v1",
     "bacepipe_env/GeoPipe-Online-Preempt-v1",
+    "bacepipe_env/GeoPipe-Online-Announced-v0",
+    "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0",
 )
 
 

@@ -9,12 +9,15 @@ beside ordering and placement, applied identically to every policy:
   predicted completion when it waits for the next GPU release and takes the placement the same
   policy would offer then;
 - ``full``: start only with ``min(K*, the GPUs the placement policy gives it on the idle
-  cluster)``.
+  cluster)``;
+- ``announce-aware``: ``finish-aware``, and also hold the GPUs for an announced job (the
+  scenario's ``announce_h`` calendar) that the job would block, when the two jobs' predicted
+  completion times sum lower that way (:class:`AnnounceAwareAdmission`).
 
 A declined job stays pending and is offered again after the next event; the scheduling pass
 goes on with the other jobs. Predictions use only what a scheduler knows: the running jobs'
-finish times and resources, never future arrivals. A learned agent that can wait decides
-admission itself.
+finish times and resources and the calendar of announced jobs, never an unannounced arrival.
+A learned agent that can wait decides admission itself.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ValidationError
+from .memory import largest_feasible_gpus
 from .placement import Placement
 
 if TYPE_CHECKING:
@@ -30,10 +34,12 @@ if TYPE_CHECKING:
 __all__ = [
     "ADMISSION_RULES",
     "AdmissionRule",
+    "AnnounceAwareAdmission",
     "FinishAwareAdmission",
     "FullAdmission",
     "GreedyAdmission",
     "finish_after_release",
+    "hold_for_announced",
     "make_admission",
 ]
 
@@ -106,16 +112,97 @@ class FullAdmission:
         return placement.n_gpus >= sim.full_gpus(job_id)
 
 
+class AnnounceAwareAdmission(FinishAwareAdmission):
+    """``finish-aware`` that also holds the GPUs for an announced job the offered one would
+    block, when a predicted-finish comparison says the two jobs' average JCT is lower.
+
+    The offered job ``j`` on placement ``p`` at ``t`` = now, ``E_j`` its execution time on
+    ``p``, starts now iff:
+
+    1. ``finish-aware`` starts it (else it waits, as under ``finish-aware``); and
+    2. :func:`hold_for_announced` finds no announced job to hold for: among the announced jobs
+       (:meth:`~bacepipe_env.core.simulator.Simulator.announced`, in submission order), one
+       ``a`` submitted at ``t_a < t + E_j`` that ``j`` blocks (some set of regions holds ``a``
+       in GPU memory on the GPUs free now, none on the GPUs left once ``j`` takes ``p``;
+       :func:`~bacepipe_env.core.memory.largest_feasible_gpus`, bandwidth aside), that the
+       placement policy offers ``p_a`` on the free GPUs and residual bandwidth of now (at time
+       ``t_a``), ``E_a`` its execution time there, and for which the sum of the two jobs'
+       predicted completion times is lower if ``j`` waits:
+
+       - start now: ``(t + E_j) + (t + E_j + E_a)``: ``a`` starts on ``p_a`` when ``j`` ends;
+       - hold: ``(t_a + E_a) + (t_a + E_a + E_j)``: ``j`` starts on ``p`` when ``a`` ends;
+
+       ``j`` waits iff hold < start now (ties start now), which is ``2 (t_a - t) + E_a < E_j``.
+
+    The approximation: the rest of the cluster stays as it is now (no other job starts or
+    finishes in between, so ``p_a`` is also ``a``'s placement after ``j``, and ``p`` ``j``'s
+    after ``a``), and each announced job is weighed against ``j`` alone. Deterministic, and
+    it reads only what a scheduler knows: the free GPUs, the running jobs and the calendar,
+    never an unannounced job. With nothing announced (``announce_h`` 0, the default) it is
+    ``finish-aware``, decision for decision.
+    """
+
+    name = "announce-aware"
+
+    def admit(self, sim: Simulator, job_id: int, placement: Placement) -> bool:
+        """Whether finish-aware starts the job now and no announced job is worth holding for."""
+        if not super().admit(sim, job_id, placement):
+            return False
+        return hold_for_announced(sim, job_id, placement) is None
+
+
+def hold_for_announced(sim: Simulator, job_id: int, placement: Placement) -> int | None:
+    """The first announced job (submission order) that ``job_id`` starting now on
+    ``placement`` would block and that should go first by :class:`AnnounceAwareAdmission`'s
+    test, or None (nothing announced, nothing blocked, or starting now is no worse)."""
+    from .simulator import Release  # the simulator imports this module
+
+    announced = sim.announced()
+    if not announced:
+        return None
+    now = sim.time
+    e_j = sim.execution_time(job_id, placement)
+    finish_now = now + e_j
+    free = sim.free_gpus
+    left = list(free)
+    for r, g in zip(placement.path, placement.gpus):
+        left[r] -= g
+    submits = sim.scenario.submit_times
+    residual = None
+    for a in announced:
+        t_a = submits[a]
+        if t_a >= finish_now:  # the later ones too: submission order
+            break
+        floors, k_star = sim.memory_floor(a), sim.profile(a).k_star
+        if largest_feasible_gpus(floors, left, k_star)[0] > 0:
+            continue  # it fits beside the job: not blocked
+        if largest_feasible_gpus(floors, free, k_star)[0] == 0:
+            continue  # it does not fit now either: the job blocks nothing
+        if residual is None:
+            residual = sim.residual_rows
+        later = sim.placement_on(a, Release(t_a, free, residual))
+        if later is None:
+            continue
+        e_a = sim.execution_time(a, later)
+        start_now = finish_now + (finish_now + e_a)
+        hold = (t_a + e_a) + (t_a + e_a + e_j)
+        if hold < start_now:
+            return a
+    return None
+
+
 #: Admission rule name -> class, in the order the docs list them.
 ADMISSION_RULES: dict[str, type[AdmissionRule]] = {
     "greedy": GreedyAdmission,
     "finish-aware": FinishAwareAdmission,
     "full": FullAdmission,
+    "announce-aware": AnnounceAwareAdmission,
 }
 
 
 def make_admission(rule: str | AdmissionRule) -> AdmissionRule:
-    """An admission rule by name (``greedy``, ``finish-aware``, ``full``), or the object."""
+    """An admission rule by name (``greedy``, ``finish-aware``, ``full``,
+    ``announce-aware``), or the object."""
     if not isinstance(rule, str):
         if not callable(getattr(rule, "admit", None)):
             raise ValidationError("admission", rule, "must have an admit(sim, job, placement)")

@@ -16,8 +16,18 @@ from .memory import layers_per_stage
 from .perf import JobProfile, ProfileCache
 from .preemption import check_preemption
 from .tariff import Tariff
+from .validate import require_float
 
-__all__ = ["Scenario"]
+__all__ = ["MAX_ANNOUNCE_H", "Scenario", "check_announce_h"]
+
+#: The longest calendar of announced jobs, in hours (``announce_h``): 1e6 h, as for
+#: ``lookahead="announced:H"``.
+MAX_ANNOUNCE_H = 1e6
+
+
+def check_announce_h(value: Any, field: str = "announce_h") -> float:
+    """``announce_h`` as a float: finite hours in [0, 1e6], else a one-line ScenarioError."""
+    return require_float(field, value, minimum=0.0, maximum=MAX_ANNOUNCE_H)
 
 
 @dataclass(frozen=True, eq=False)
@@ -34,6 +44,10 @@ class Scenario:
     costs; None is the perfect world with the default costs. ``preemption`` names the rule that
     decides whether a running job is stopped so that a pending one can start (SPEC 3c):
     ``none`` (the default), ``srtf`` or ``las``, with settings (``srtf:factor=3``).
+    ``announce_h`` (hours, default 0: no calendar) is how long before its submit time a job
+    is known, as large training runs are planned ahead: it changes no dynamics (a job still
+    starts no earlier than its submit time), only what a scheduler may see
+    (:meth:`~bacepipe_env.core.simulator.Simulator.announced`).
     """
 
     name: str
@@ -47,6 +61,7 @@ class Scenario:
     tariff: Tariff = None  # type: ignore[assignment]  # None: flat, from the cluster
     faults: FaultModel | None = None
     preemption: str = "none"
+    announce_h: float = 0.0
 
     def __post_init__(self) -> None:
         jobs = tuple(self.jobs)
@@ -66,6 +81,7 @@ class Scenario:
             object.__setattr__(self, "preemption", check_preemption(self.preemption))
         except ValidationError as err:
             raise ScenarioError("preemption", self.preemption, err.reason) from None
+        object.__setattr__(self, "announce_h", check_announce_h(self.announce_h))
         if self.faults is not None:
             if not isinstance(self.faults, FaultModel):
                 raise ScenarioError("faults", self.faults, "must be a FaultModel")
@@ -95,6 +111,11 @@ class Scenario:
         """The profile cache this scenario's jobs share: the one it was built with, or its
         own, so that jobs of one shape are profiled and checked once either way."""
         return self.profile_cache if self.profile_cache is not None else ProfileCache()
+
+    @cached_property
+    def submit_times(self) -> dict[int, float]:
+        """Job id -> its submit time (seconds)."""
+        return {j.job_id: j.submit_time for j in self.jobs}
 
     @cached_property
     def profiles(self) -> dict[int, JobProfile]:

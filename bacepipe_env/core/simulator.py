@@ -70,8 +70,9 @@ BANDWIDTH_RTOL = 1e-9
 MAX_ATTEMPTS = 10_000
 #: The checkpoint, restart and preemption settings of a scenario without a fault model.
 _DEFAULT_RECOVERY = FaultModel()
-#: The most (state, job shape) placements a preemption view's memo keeps.
-_PREEMPT_MEMO = 8192
+#: The most entries each shared memo keeps (placements by state, iteration times).
+_MEMO_SIZE = 65536
+_MISSING = object()
 #: From this many pending jobs on, a decision's candidates are filtered with numpy (the same
 #: tuple, in the same order; below it the plain loop is faster).
 _VECTOR_QUEUE = 48
@@ -484,7 +485,9 @@ class Simulator:
         # attempts are tracked when one can end early or change speed
         self._attempts_on = self.faults is not None or self._preempts
         self._shape_keys: dict[int, tuple[object, ...]] = {}  # see _placement_shape
-        self._preempt_memo: dict[tuple[object, ...], Placement | None] = {}  # _placement_memo
+        self._placement_answers: dict[tuple[object, ...], Placement | None] = {}  # see _placed
+        # (job, placement) -> Eq. (1) on the nominal links; shared by clones, like the above
+        self._iteration_times: dict[tuple[int, Placement], float] = {}
         self._fault_seed = int(scenario.params.get("seed", 0)) if fault_seed is None else fault_seed
         self._columns: tuple[np.ndarray, np.ndarray] | None = None  # see priority_columns
         self._price_array: np.ndarray | None = None  # see placement_arrays
@@ -537,6 +540,7 @@ class Simulator:
         self._preempt_asked = False  # the preemption rule was asked at this pass's end
         self._version = 0  # bumped at every change a preemption view reads
         self._view: tuple[int, PreemptionView] | None = None  # the last view, at its version
+        self._release_memo: tuple[int, Release | None] | None = None  # next_release, likewise
         self._held: list[int] = []  # preempted at this instant: not offered in its pass
         self._unknown: frozenset[int] = frozenset()  # jobs a lookahead-limited clone left out
         if self._attempts_on:
@@ -728,19 +732,35 @@ class Simulator:
     def iteration_time(self, job_id: int, placement: Placement) -> float:
         """Eq. (1): one iteration of the job on ``placement`` (seconds), on the links'
         capacities now (they differ from the nominal ones only under a link change)."""
+        memo = self._iteration_times if self.faults is None else None  # nominal links
+        if memo is not None:
+            got = memo.get((job_id, placement))
+            if got is not None:
+                return got
         prof = self._profiles[job_id]
         rows = None if self.faults is None else self._capacity_now
         comm = placement_comm_times(prof, self._cluster, placement.path, placement.gpus, rows)
         n = placement.n_gpus
-        return iteration_time(prof.t_comp(n), comm, n, prof.n_micro)
+        t = iteration_time(prof.t_comp(n), comm, n, prof.n_micro)
+        if memo is not None:
+            memo[(job_id, placement)] = t
+            if len(memo) > _MEMO_SIZE:
+                del memo[next(iter(memo))]  # the oldest first
+        return t
 
     def next_release(self) -> Release | None:
         """The state right after the earliest running job finishes (every job finishing at
         that instant released); ``None`` when nothing is running."""
+        memo = self._release_memo
+        if memo is not None and memo[0] == self._version:
+            return memo[1]  # nothing started, ended or changed since it was worked out
         if not self._running:
-            return None
-        t = min(r.finish for r in self._running.values())
-        return self._state_without({j for j, r in self._running.items() if r.finish == t}, t)
+            got = None
+        else:
+            t = min(r.finish for r in self._running.values())
+            got = self._state_without({j for j, r in self._running.items() if r.finish == t}, t)
+        self._release_memo = (self._version, got)
+        return got
 
     def _state_without(self, done: set[int], t: float) -> Release:
         """The cluster at time ``t`` once the running jobs ``done`` have given back their GPUs
@@ -764,10 +784,35 @@ class Simulator:
     def placement_on(self, job_id: int, state: Release) -> Placement | None:
         """What the placement policy would offer ``job_id`` at ``state`` (``None`` if nothing,
         or nothing that fits in memory)."""
-        view = _StateView(self, state.time, state.free, state.residual)
-        p = self.placement_policy.place(view, job_id)
+        return self._placed(job_id, state.free, state.residual, state.time)
+
+    def _placed(
+        self,
+        job_id: int,
+        free: tuple[int, ...],
+        residual: tuple[tuple[float, ...], ...],
+        time: float | None = None,
+    ) -> Placement | None:
+        """The placement policy's answer for ``job_id`` on the given free GPUs and residual
+        bandwidth (now when ``time`` is None: asked on the simulator itself), None unless it
+        fits in memory. A pure policy's answers are remembered by state and job shape
+        (:meth:`_placement_shape`), in a memo every clone shares: a planner's forks ask about
+        the same states again and again."""
+        policy = self.placement_policy
+        if policy.pure:
+            key = (free, residual, self._placement_shape(job_id))
+            memo = self._placement_answers
+            got = memo.get(key, _MISSING)
+            if got is not _MISSING:
+                return got  # type: ignore[return-value]
+        view: SchedulerView = self if time is None else _StateView(self, time, free, residual)
+        p = policy.place(view, job_id)
         if p is None or not p.path or not self.fits(job_id, p):
-            return None
+            p = None
+        if policy.pure:
+            memo[key] = p
+            if len(memo) > _MEMO_SIZE:
+                del memo[next(iter(memo))]  # the oldest first
         return p
 
     def full_gpus(self, job_id: int) -> int:
@@ -788,10 +833,8 @@ class Simulator:
     def offer(self, job_id: int) -> Placement | None:
         """The placement ``job_id`` would start on now: the placement policy's answer if it
         fits in memory and the admission rule takes it, else ``None``. Changes nothing."""
-        p = self.placement_policy.place(self, job_id)
-        if p is None or not p.path or not self.fits(job_id, p):
-            return None
-        return p if self.admits(job_id, p) else None
+        p = self._placed(job_id, self.free_gpus, self.residual_rows)
+        return p if p is not None and self.admits(job_id, p) else None
 
     @property
     def job_seconds(self) -> float:
@@ -843,6 +886,31 @@ class Simulator:
                 heapq.heappop(heap)  # it would be skipped when reached anyway
         return bool(heap)
 
+    def announced(self) -> tuple[int, ...]:
+        """The jobs known ahead of their submission: the ids of the jobs not yet submitted
+        (submit time > now) whose submit time is at most ``now + announce_h`` hours (the
+        scenario's calendar, :class:`~bacepipe_env.core.scenario.Scenario`), in submission
+        order; ``()`` without a calendar. A job submitted now or earlier is never announced
+        (it is pending, running or done), nor is a job a lookahead-limited clone left out.
+        Two bisections over the submission order, then one step per announced job."""
+        ahead = self.scenario.announce_h
+        if ahead <= 0.0:
+            return ()
+        times, now = self._submit_order(), self._time
+        lo = bisect.bisect_right(times, now)
+        hi = bisect.bisect_right(times, now + ahead * SECONDS_PER_HOUR, lo)
+        order, unknown = self._order, self._unknown
+        ids = (order[i].job_id for i in range(lo, hi))
+        return tuple(j for j in ids if j not in unknown) if unknown else tuple(ids)
+
+    def _submit_order(self) -> tuple[float, ...]:
+        """The submit times in submission order (``_order``'s, so sorted), made on first use
+        and then shared by clones (it never changes)."""
+        times: tuple[float, ...] | None = self.__dict__.get("_submit_times")
+        if times is None:
+            times = self._submit_times = tuple(j.submit_time for j in self._order)
+        return times
+
     @property
     def n_jobs(self) -> int:
         """Jobs in the scenario."""
@@ -869,7 +937,12 @@ class Simulator:
         return len(self._records) == len(self._jobs) - len(self._unknown)
 
     # ------------------------------------------------------------------ cloning
-    def clone(self, lookahead: str = "clairvoyant", seed: int | None = None) -> Simulator:
+    def clone(
+        self,
+        lookahead: str = "clairvoyant",
+        seed: int | None = None,
+        preemption: str | PreemptionRule | None = None,
+    ) -> Simulator:
         """An independent copy of the simulation as it is now: stepping or running the copy
         gives, bit for bit, what stepping or running this simulator the same way would, and
         neither sees the other's steps. What never changes (the scenario, its profiles and
@@ -885,10 +958,22 @@ class Simulator:
         still to come afresh, from that seed (the running attempts' included: failures are
         memoryless), so that the copy does not know the original's; None keeps them, as a
         bit-identical continuation needs. Scheduled events (outages, link and price changes)
-        are a calendar, known either way."""
+        are a calendar, known either way.
+
+        ``preemption`` hands the copy's preemption decisions to a rule (a spec or object):
+        from then on the copy stops running jobs by it, as a simulator made with it would,
+        and never stops for a caller's decision. What a planner's rollouts need on a
+        simulator whose caller decides the preemptions (``preemption_decisions``); the
+        original must preempt (a rule or ``preemption_decisions``), since attempts are
+        tracked only then."""
         horizon = lookahead_horizon(lookahead)
         if seed is not None:
             require_int("seed", seed, minimum=0, exc=ValidationError)
+        rule = None if preemption is None else make_preemption(preemption)
+        if rule is not None and rule.name != "none" and not self._preempts:
+            raise ValidationError(
+                "preemption", rule.name, "needs a simulator that preempts (a rule or decisions)"
+            )
         new = object.__new__(Simulator)
         new.__dict__.update(self.__dict__)  # shared: every field not replaced below
         new._free = list(self._free)
@@ -911,6 +996,9 @@ class Simulator:
         new._heap = list(self._heap)
         new._held = list(self._held)
         new._view = None  # a view computes through its simulator: the copy makes its own
+        if rule is not None:
+            new.preemption = rule
+            new._agent_preempts = False
         if self._attempts_on:
             new._iters_left = dict(self._iters_left)
             # a finished job's attempts and totals never change again: shared
@@ -1192,11 +1280,11 @@ class Simulator:
             out = []
             iters, attempts, attained = self._iters_left, self._attempts, self._attained
             for key, jobs in groups.items():  # a shape's jobs get one placement on a state
-                p = self._placement_memo(jobs[0], key, state)
+                p = self.placement_on(jobs[0], state)
                 if p is None:
                     continue
                 if key not in base_memo:
-                    base_memo[key] = self._placement_memo(jobs[0], key, base) is not None
+                    base_memo[key] = self.placement_on(jobs[0], base) is not None
                 if base_memo[key]:
                     continue  # they can start without this preemption
                 t_iter = self.iteration_time(jobs[0], p)
@@ -1220,22 +1308,6 @@ class Simulator:
         )
         self._view = (self._version, view)
         return view
-
-    def _placement_memo(
-        self, job_id: int, shape: tuple[object, ...], state: Release
-    ) -> Placement | None:
-        """:meth:`placement_on`, remembered by state and job shape for a pure placement policy
-        (the states a preemption view asks about recur from one decision to the next)."""
-        if not self.placement_policy.pure:
-            return self.placement_on(job_id, state)
-        key = (state.free, state.residual, shape)
-        memo = self._preempt_memo
-        if key in memo:
-            return memo[key]
-        got = memo[key] = self.placement_on(job_id, state)
-        if len(memo) > _PREEMPT_MEMO:
-            del memo[next(iter(memo))]  # the oldest first
-        return got
 
     def _least_remaining(self, job_id: int) -> float:
         """A lower bound on the job's remaining time on any placement: Eq. (1) with no
@@ -1269,6 +1341,12 @@ class Simulator:
         candidates as an intp array, in submission order) is asked through it instead of
         ``choose``; it must choose as ``choose`` would (Eq. 12's ordering does, bit for bit).
         """
+        self.play(ordering)
+        return self.result(getattr(ordering, "name", type(ordering).__name__))
+
+    def play(self, ordering: OrderingPolicy) -> None:
+        """:meth:`run` without building the result: what a planner's forks do, which read only
+        the totals (:attr:`job_seconds`, :attr:`cost_accrued`, ...)."""
         choose_array = getattr(ordering, "choose_array", None)
         by_shape = bool(getattr(ordering, "by_shape", False))
         while (candidates := self._next_candidates(by_shape)) is not None:
@@ -1290,7 +1368,6 @@ class Simulator:
                     f"{choices(map(str, shown), 60)}"
                 )
             self.place(int(job_id))
-        return self.result(getattr(ordering, "name", type(ordering).__name__))
 
     def result(self, policy: str = "") -> RunResult:
         """The outcome so far; complete once :attr:`done` is true."""

@@ -29,7 +29,8 @@ from ..core.snapshot import QueueSnapshot
 from ..core.units import SECONDS_PER_HOUR
 from ..errors import ValidationError
 from ..policies.base import Ordering
-from ..policies.registry import make_policy, policy_info, policy_names
+from ..policies.registry import make_planner, make_policy, policy_info, policy_names
+from ..policies.rollout import RolloutPlanner, is_rollout, parse_rollout
 
 __all__ = [
     "AGENT_ENV",
@@ -37,6 +38,7 @@ __all__ = [
     "Agent",
     "EpisodeResult",
     "HeuristicAgent",
+    "RolloutAgent",
     "agent_env_kwargs",
     "agent_placement",
     "evaluate",
@@ -191,8 +193,113 @@ class HeuristicAgent:
         return np.asarray(action), None
 
 
-def make_agent(name: str, seed: int = 0) -> HeuristicAgent:
-    """The agent of a registered policy (``bacepipe policies`` lists them)."""
+class RolloutAgent:
+    """A rollout planner (``rollout:<base>``, :mod:`~bacepipe_env.policies.rollout`) playing
+    the environment. Unlike a heuristic it reads the env's simulator, which it forks at each
+    decision, so it must be bound to the env it plays (:meth:`bind`; ``evaluate`` and
+    ``bacepipe headroom`` bind it). It tries the base's top ``k`` slots of the legal window
+    and the wait action when the mask offers it, and at a decision to preempt the base rule's
+    choice and the other legal preempt actions; ``objective=reward`` scores forks by the
+    env's own reward (its weights and this episode's scales)."""
+
+    def __init__(self, name: str, seed: int = 0, env: Any = None) -> None:
+        info = policy_info(name)  # validates the name, its base and its settings
+        self.settings = parse_rollout(name)
+        self.placement = agent_placement(self.settings.base)
+        self.admission: str | None = info.admission
+        spec = info.preemption
+        self.rule: PreemptionRule = make_preemption("none" if spec is None else spec)
+        self.name = name
+        self._seed = seed
+        self._env = env
+        self.planner = self._planner(seed)
+
+    def _planner(self, seed: int) -> RolloutPlanner:
+        objective = None
+        if self.settings.objective == "reward":
+            objective = self._reward_objective
+        planner = make_planner(self.name, seed, objective)
+        planner.reuse = False  # the env decides some steps itself (declines, passes)
+        return planner
+
+    def _reward_objective(self, sim: Any) -> tuple[float, ...]:
+        """Minus the env's return over the fork (its reward terms summed to the end)."""
+        env = self._bound().unwrapped
+        config = getattr(env.reward_fn, "config", None)
+        if config is None:
+            raise ValidationError(
+                "rollout objective", "reward", "needs a scalar reward (JctCostReward)"
+            )
+        sc = env.reward_scales
+        return (
+            config.jct_weight * sim.job_seconds / sc.jct_norm
+            + config.cost_weight * sim.cost_accrued / sc.cost_norm
+            + config.carbon_weight * sim.carbon_accrued / sc.carbon_norm,
+        )
+
+    @property
+    def env_kwargs(self) -> dict[str, str]:
+        """The env arguments this agent needs: its base's (:func:`agent_env_kwargs`)."""
+        return agent_env_kwargs(self.settings.base)
+
+    def reset(self, seed: int | None = None) -> None:
+        """A fresh planner for the episode."""
+        self.planner = self._planner(self._seed if seed is None else seed)
+
+    def bind(self, env: Any) -> RolloutAgent:
+        """Plan on ``env``'s simulator (a GeoPipeEnv, wrapped or not); returns self."""
+        self._env = env
+        return self
+
+    def _bound(self) -> Any:
+        if self._env is None or not hasattr(self._env, "unwrapped"):
+            raise ValidationError(
+                "agent", self.name, "plans on the env's simulator: bind it first, agent.bind(env)"
+            )
+        return self._env
+
+    def act(self, env: Any) -> int:
+        """The action the planner takes at ``env``'s current decision."""
+        sim, mask = env.sim, env.action_masks()
+        queue, window, q = env.queue_snapshot, env.preemption_window, env.max_queue
+        can_wait = bool(len(mask) > q and mask[q])
+        slots = [i for i in np.flatnonzero(mask).tolist() if i < len(queue)]
+        planner = self.planner
+        if slots:
+            jobs = [queue.job_ids[i] for i in slots]
+            kind, job = planner.best(sim, planner.placement_actions(sim, jobs, can_wait), self.rule)
+            return int(queue.job_ids.index(job)) if kind == "place" else int(q)
+        view = getattr(window, "view", None)
+        if view is not None:
+            options = [j for j in window.job_ids if mask[window.action(j)]]
+            actions = planner.preemption_actions(sim, options, self.rule)
+            # only what the env offers: the rule may name a job outside the window
+            actions = [a for a in actions if a[0] != "preempt" or a[1] in options] or [
+                ("decline", -1)
+            ]
+            kind, job = planner.best(sim, actions, self.rule)
+            if kind == "preempt":
+                return int(window.action(job))
+        return q if can_wait else int(np.flatnonzero(mask)[0])
+
+    def predict(
+        self,
+        observation: Any,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+        *,
+        info: Mapping[str, Any] | None = None,
+    ) -> tuple[np.ndarray, None]:
+        """SB3's ``PolicyPredictor.predict`` on the bound env (one env, not a vector)."""
+        return np.asarray(self.act(self._bound().unwrapped)), None
+
+
+def make_agent(name: str, seed: int = 0) -> HeuristicAgent | RolloutAgent:
+    """The agent of a registered policy (``bacepipe policies`` lists them) or of a rollout
+    planner (``rollout:<base>``, which must then be bound to its env)."""
+    if is_rollout(name):
+        return RolloutAgent(name, seed)
     return HeuristicAgent(name, seed)
 
 

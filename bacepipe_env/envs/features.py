@@ -3,9 +3,9 @@ the tests.
 
 :data:`FEATURES` lists the observation's float arrays (``regions``, ``bandwidth``, ``queue``,
 ``summary``, and the optional ``grid``, ``region_faults``, ``link_faults``, ``running``,
-``release``, ``wait_preview`` and ``running_jobs``): each
-:class:`Feature` has a name, a shape in terms of ``max_regions``, ``max_queue`` and
-``preempt_window``, a
+``release``, ``wait_preview``, ``running_jobs`` and ``announced``): each
+:class:`Feature` has a name, a shape in terms of ``max_regions``, ``max_queue``,
+``preempt_window`` and ``announce_window``, a
 description, its named columns (with their lower bounds), the function that computes it and,
 for an optional array, the
 :class:`~bacepipe_env.envs.geopipe.GeoPipeEnv` keyword that turns it on (``enabled_by``).
@@ -17,7 +17,8 @@ Gymnasium spaces from the same table; :func:`markdown_table` writes the Observat
 Every value is float32, brought to O(1) by :class:`~bacepipe_env.envs.config.ObsScales`, and
 >= 0 except ``grid``'s ``price_now``: an hourly electricity price can be negative, so that
 column's Box bound is ``-inf`` (the only one). The observation holds only what a real
-scheduler knows: no future arrivals, no future prices, no future faults.
+scheduler knows: no future arrivals (but the announced ones, the scenario's calendar), no
+future prices, no future faults.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .config import ObsScales
 from .previews import PlacementPreviewer, Preview
 
 __all__ = [
+    "ANNOUNCED_FEATURES",
     "BANDWIDTH_LAYERS",
     "FEATURES",
     "GRID_FEATURES",
@@ -115,11 +117,11 @@ class Decision(NamedTuple):
 class Feature:
     """One float32 array of the observation.
 
-    ``shape`` holds ints and the names ``"max_regions"``, ``"max_queue"`` and
-    ``"preempt_window"``; ``columns`` name
+    ``shape`` holds ints and the names ``"max_regions"``, ``"max_queue"``,
+    ``"preempt_window"`` and ``"announce_window"``; ``columns`` name
     the axis ``column_axis`` (the last one, the first for ``bandwidth``). ``enabled_by`` is
     None for an array every observation has, else the ``GeoPipeEnv`` keyword (a bool, default
-    False, or ``preempt_window`` > 0) that adds it.
+    False, or ``preempt_window`` / ``announce_window`` > 0) that adds it.
     """
 
     name: str
@@ -130,13 +132,17 @@ class Feature:
     column_axis: int = -1
     enabled_by: str | None = None
 
-    def resolve(self, max_queue: int, max_regions: int, preempt_window: int = 0) -> tuple[int, ...]:
-        """The concrete shape for a window of ``max_queue``, ``max_regions`` regions and a
-        preemption window of ``preempt_window`` running jobs."""
+    def resolve(
+        self, max_queue: int, max_regions: int, preempt_window: int = 0, announce_window: int = 0
+    ) -> tuple[int, ...]:
+        """The concrete shape for a window of ``max_queue``, ``max_regions`` regions, a
+        preemption window of ``preempt_window`` running jobs and ``announce_window`` announced
+        jobs."""
         sizes = {
             "max_queue": max_queue,
             "max_regions": max_regions,
             "preempt_window": preempt_window,
+            "announce_window": announce_window,
         }
         return tuple(sizes[d] if isinstance(d, str) else d for d in self.shape)
 
@@ -145,9 +151,11 @@ class Feature:
         """The columns' names, in index order."""
         return tuple(c.name for c in self.columns)
 
-    def space(self, max_queue: int, max_regions: int, preempt_window: int = 0) -> spaces.Box:
+    def space(
+        self, max_queue: int, max_regions: int, preempt_window: int = 0, announce_window: int = 0
+    ) -> spaces.Box:
         """This array's Box: each column's ``low`` (broadcast along the other axes) to inf."""
-        shape = self.resolve(max_queue, max_regions, preempt_window)
+        shape = self.resolve(max_queue, max_regions, preempt_window, announce_window)
         lows = [c.low for c in self.columns]
         if not any(lows):  # all zero: the scalar-bounded Box the v1 spaces always had
             return spaces.Box(0.0, np.inf, shape=shape, dtype=np.float32)
@@ -203,10 +211,12 @@ class ObservationEncoder:
         scales: ObsScales,
         enabled: Collection[str] = (),
         preempt_window: int = 0,
+        announce_window: int = 0,
     ) -> None:
         self.max_queue = max_queue
         self.max_regions = max_regions
         self.preempt_window = preempt_window
+        self.announce_window = announce_window
         self.scales = scales
         self.features = active_features(enabled)  # the arrays this encoder fills
         self._encoders = tuple((f.name, f.encode) for f in self.features)
@@ -601,6 +611,34 @@ def _release(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     return out
 
 
+def _announced(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    """One row per announced job of the window (:meth:`Simulator.announced`, the first
+    ``announce_window`` in submission order): its shape (the queue's static columns) and
+    memory floor, and the time until it is submitted."""
+    out = np.zeros((enc.announce_window, len(ANNOUNCED_COLUMNS)), dtype=np.float32)
+    sim = d.sim
+    ids = sim.announced()[: enc.announce_window]
+    if not ids:
+        return out
+    sc, log10, h, now = enc.scales, math.log10, SECONDS_PER_HOUR, sim.time
+    static, submits, floor, lh = (
+        enc.job_static,
+        sim.scenario.submit_times,
+        sim.memory_floor,
+        sc.log_hours,
+    )
+    out[: len(ids)] = [
+        (
+            1.0,
+            *static[job],  # log_e1_hours, log_bkstar_gbps, k_star: the queue's columns 3-5
+            min(floor(job)) / sc.gpus,
+            log10(1.0 + (submits[job] - now) / h) / lh,
+        )
+        for job in ids
+    ]
+    return out
+
+
 # ------------------------------------------------------------------------------ the table
 REGION_COLUMNS = (
     Column("present", "1 for a region of the scenario, 0 for padding"),
@@ -714,6 +752,21 @@ RUNNING_JOB_COLUMNS = (
     Column(
         "log_best_remaining_hours",
         "the shortest remaining time among those jobs, `log10(1 + hours) / 4` (0 when none)",
+    ),
+)
+ANNOUNCED_COLUMNS = (
+    Column("present", "1 for an announced job, 0 for an empty slot"),
+    Column("log_e1_hours", "`E(1)`, `log10(1 + hours) / 4` (the queue's column)"),
+    Column("log_bkstar_gbps", "`b(K*)`, `log10(1 + Gbps) / 2` (the queue's column)"),
+    Column("k_star", "K* / 128 (the queue's column)"),
+    Column(
+        "memory_floor",
+        "the fewest GPUs it needs to fit in GPU memory in any region / `scales.gpus` (128)",
+    ),
+    Column(
+        "log_until_submit_hours",
+        "time until it is submitted, `log10(1 + hours) / 4` (> 0: a job submitted now is in "
+        "the queue)",
     ),
 )
 WAIT_PREVIEW_COLUMNS = (
@@ -830,6 +883,16 @@ FEATURES: tuple[Feature, ...] = (
         _running_jobs,
         enabled_by="preempt_window",
     ),
+    Feature(
+        "announced",
+        ("announce_window", len(ANNOUNCED_COLUMNS)),
+        "per slot of the calendar window (the first jobs announced but not yet submitted, in "
+        "submission order, within the scenario's `announce_h`; zero rows for empty slots, all "
+        "zeros without a calendar): what is known of the jobs to come",
+        ANNOUNCED_COLUMNS,
+        _announced,
+        enabled_by="announce_window",
+    ),
 )
 
 REGION_FEATURES = tuple(c.name for c in REGION_COLUMNS)
@@ -843,6 +906,7 @@ RUNNING_FEATURES = tuple(c.name for c in RUNNING_COLUMNS)
 RELEASE_FEATURES = tuple(c.name for c in RELEASE_COLUMNS)
 WAIT_PREVIEW_FEATURES = tuple(c.name for c in WAIT_PREVIEW_COLUMNS)
 RUNNING_JOB_FEATURES = tuple(c.name for c in RUNNING_JOB_COLUMNS)
+ANNOUNCED_FEATURES = tuple(c.name for c in ANNOUNCED_COLUMNS)
 #: The ``GeoPipeEnv`` keywords that add optional arrays, in table order (one keyword may add
 #: several arrays: ``fault_features`` adds ``region_faults`` and ``link_faults``).
 OPTIONAL_FEATURES: tuple[str, ...] = tuple(
@@ -873,11 +937,13 @@ def observation_space(
     n_actions: int,
     enabled: Collection[str] = (),
     preempt_window: int = 0,
+    announce_window: int = 0,
 ) -> spaces.Dict:
     """The Dict space of the active :data:`FEATURES` (see :func:`active_features`) plus the
     action mask."""
     arrays: dict[str, spaces.Space[Any]] = {
-        f.name: f.space(max_queue, max_regions, preempt_window) for f in active_features(enabled)
+        f.name: f.space(max_queue, max_regions, preempt_window, announce_window)
+        for f in active_features(enabled)
     }
     arrays["action_mask"] = spaces.MultiBinary(n_actions)
     return spaces.Dict(arrays)
@@ -939,7 +1005,7 @@ def markdown_table() -> str:
     lines = ["| key | shape | content |", "|---|---|---|"]
     for f in FEATURES:
         shape = "(" + ", ".join(str(d) for d in f.shape) + (",)" if len(f.shape) == 1 else ")")
-        on = " > 0" if f.enabled_by == "preempt_window" else "=True"
+        on = " > 0" if f.enabled_by in ("preempt_window", "announce_window") else "=True"
         optional = f" (optional: `{f.enabled_by}{on}`)" if f.enabled_by else ""
         lines.append(f"| `{f.name}` | {shape} | {f.description}{optional} |")
     lines += ["| `action_mask` | (n_actions,) | the legal actions (int8) |", ""]

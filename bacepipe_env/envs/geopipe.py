@@ -72,9 +72,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             reset), ``"random"``, a :class:`Scenario`, or a generator ``(Generator) -> Scenario``
             with ``max_regions``/``max_jobs`` attributes; ``scenario_knobs`` configure a name.
         placement: placement policy name or object (default ``"pathfinder"``).
-        admission: ``"greedy"``, ``"finish-aware"``, ``"full"`` or a rule (default: the
-            scenario's). The mask offers the jobs whose placement fits in memory; the rule decides
-            when one is chosen (a declined job waits for the next event).
+        admission: ``"greedy"``, ``"finish-aware"``, ``"full"``, ``"announce-aware"`` or a
+            rule (default: the scenario's). The mask offers the jobs whose placement fits in
+            memory; the rule decides when one is chosen (a declined job waits for the next
+            event).
         preemption: ``"none"``, ``"srtf"``, ``"las"`` (with settings, ``"srtf:factor=3"``) or
             a rule (default: the scenario's): the simulator applies it at the end of every
             scheduling pass, as for a policy of the simulator; the agent only orders.
@@ -87,6 +88,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             without ``allow_wait``, which then only takes it away at placement decisions).
         preempt_wake_h: with preempt actions, each attempt that has run this long (hours, the
             ``min_run_h`` of the built-in rules) makes a decision point.
+        announce_window: with ``N > 0`` the observation adds the ``announced`` array: the
+            first ``N`` jobs announced but not yet submitted (the scenario's ``announce_h``
+            calendar, a scenario knob; :meth:`~bacepipe_env.core.simulator.Simulator.announced`),
+            one row each. 0 (the default) keeps the ids' spaces.
         max_queue: the visible window of candidates (the action space; None: the generator's
             ``max_jobs``, a window no queue can outgrow); ``max_regions``: the
             region axis' padding (default: the generator's).
@@ -140,6 +145,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         preemption: str | PreemptionRule | None = None,
         preempt_window: int = 0,
         preempt_wake_h: float = 1.0,
+        announce_window: int = 0,
         info: str = "lean",
         max_steps: int | None = None,
         render_mode: str | None = None,
@@ -154,6 +160,13 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             "preempt_window", preempt_window, minimum=0, maximum=cfg.MAX_QUEUE, exc=ValidationError
         )
         self.preempt_wake_s = cfg.hours_setting("preempt_wake_h", preempt_wake_h)
+        self.announce_window = require_int(
+            "announce_window",
+            announce_window,
+            minimum=0,
+            maximum=cfg.MAX_QUEUE,
+            exc=ValidationError,
+        )
         if self.preempt_window and self.preemption is not None and self.preemption.name != "none":
             raise ValidationError(
                 "preemption",
@@ -187,6 +200,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         enabled = tuple(name for name, on in flags.items() if on)
         if self.preempt_window:
             enabled += ("preempt_window",)
+        if self.announce_window:
+            enabled += ("announce_window",)
         self.info_level = cfg.require_choice("info", info, INFO_LEVELS)
         self._full_info = self.info_level == "full"
         if max_steps is not None:
@@ -198,9 +213,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         # the wait also declines a preemption: with preempt actions it is there either way
         self.n_actions = q + (1 if allow_wait or w else 0) + w
         self.action_space = spaces.Discrete(self.n_actions)
-        self._dict_space = features.observation_space(q, kk, self.n_actions, enabled, w)
+        a = self.announce_window
+        self._dict_space = features.observation_space(q, kk, self.n_actions, enabled, w, a)
         self.observation_space = features.layout_space(self._dict_space, observation)
-        self.encoder = features.ObservationEncoder(q, kk, self.scales, enabled, w)
+        self.encoder = features.ObservationEncoder(q, kk, self.scales, enabled, w, a)
         self.previewer = PlacementPreviewer(self.placement)
         self.scenario: Scenario | None = None
         self.sim: Simulator | None = None

@@ -58,6 +58,28 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "preempt_window": 16,
         **_DECIDE,
     },
+    # Online-v1 with a calendar: every job is announced 24 h before it is submitted (the
+    # scenario knob announce_h), and the observation shows the first 16 announced jobs.
+    "bacepipe_env/GeoPipe-Online-Announced-v0": {
+        "scenario": "online",
+        "max_queue": None,
+        "grid_features": True,
+        "fault_features": True,
+        "announce_window": 16,
+        "announce_h": 24.0,
+        **_DECIDE,
+    },
+    # The same where the agent also preempts, as in Online-Preempt-v1.
+    "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": {
+        "scenario": "online",
+        "max_queue": None,
+        "grid_features": True,
+        "fault_features": True,
+        "preempt_window": 16,
+        "announce_window": 16,
+        "announce_h": 24.0,
+        **_DECIDE,
+    },
 }
 
 #: id -> Gymnasium's ``max_episode_steps`` (the ``TimeLimit`` of ``gym.make(id)``).
@@ -75,17 +97,26 @@ MAX_EPISODE_STEPS: dict[str, int] = {
     # Online-v1's bound, plus a decision per preemption and per wake-up (at most one per
     # start); measured over seeds 0-4 with random legal actions: PREEMPT_STEPS_MEASURED
     "bacepipe_env/GeoPipe-Online-Preempt-v1": 100_000,
+    # The calendar changes no dynamics: the bounds of Online-v1 and Online-Preempt-v1.
+    "bacepipe_env/GeoPipe-Online-Announced-v0": 100_000,
+    "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": 100_000,
 }
 
 
 def check_env_id(field: str, env_id: object) -> str:
     """``env_id`` if it is registered here, else a one-line ValidationError naming ``field``
-    and every id (the namespace written once, so that the line stays short)."""
+    and every id (the start they share written once, ``bacepipe_env/GeoPipe- + v2, Fig1-v2,
+    ...``, so that the line stays short)."""
     from ..errors import ValidationError
 
     if env_id not in ENV_IDS:
-        names = ", ".join(e.removeprefix("bacepipe_env/") for e in ENV_IDS)
-        raise ValidationError(field, env_id, f"unknown environment id; bacepipe_env/ + {names}")
+        common = next(iter(ENV_IDS))
+        for e in ENV_IDS:
+            while not e.startswith(common):
+                common = common[:-1]
+        start = common[: max(common.rfind("/"), common.rfind("-")) + 1]  # a whole word
+        names = ", ".join(e.removeprefix(start) for e in ENV_IDS)
+        raise ValidationError(field, env_id, f"unknown environment id; {start} + {names}")
     return str(env_id)
 
 

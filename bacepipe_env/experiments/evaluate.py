@@ -295,7 +295,7 @@ def evaluate_policies(
     ``progress`` counts finished episodes. ``preemption`` (SPEC 3c) is the rule the env's
     simulator applies for every policy without its own (not on an id with preempt actions,
     whose agents preempt themselves)."""
-    from ..envs.agents import agent_env_kwargs, evaluate, make_agent
+    from ..envs.agents import RolloutAgent, agent_env_kwargs, evaluate, make_agent
     from ..envs.registration import ENV_IDS
 
     _check(env_id, policies, episodes, first_seed)
@@ -353,6 +353,8 @@ def evaluate_policies(
             raise BacepipeError(f"{spec}: cannot build {env_id}: {err}") from None
         if is_learned(spec):
             agent.check_env(env)
+        elif isinstance(agent, RolloutAgent):
+            agent.bind(env)  # a planner forks the env's simulator
         envs.append(env)
     results: list[list[EpisodeResult]] = []
     for (_, _, _, agent, _), env in zip(agents, envs):

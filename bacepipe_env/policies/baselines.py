@@ -102,6 +102,13 @@ class SJFOrdering(Ordering):
         e1 = queue.single_gpu_exec
         return min(legal, key=lambda i: e1[i])
 
+    def choose(self, view: SchedulerView, candidates: Sequence[int]) -> int:
+        """:meth:`pick`'s choice read from the profiles, without building a snapshot (what a
+        planner's forks ask thousands of times): candidates come in submission order."""
+        if len(candidates) == 1:
+            return candidates[0]
+        return min(candidates, key=lambda j: view.profile(j).single_gpu_exec)
+
 
 class RandomOrdering(Ordering):
     """A uniformly random candidate, from its own seeded generator."""

@@ -13,6 +13,7 @@ placement. Adding a baseline is one file with its ordering or placement and one 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +25,15 @@ from .bace_pipe import PathfinderPlacement, PriorityOrdering
 from .base import FCFSOrdering, Policy
 from .baselines import PLACEMENT_RULES, RandomOrdering, RulePlacement, SJFOrdering
 from .oracle import OraclePolicy, StaticOrdering
+from .rollout import PREFIX as ROLLOUT_PREFIX
+from .rollout import (
+    Objective,
+    RolloutPlanner,
+    RolloutPolicy,
+    describe,
+    is_rollout,
+    parse_rollout,
+)
 
 __all__ = [
     "ADMISSION_RULES",
@@ -36,11 +46,13 @@ __all__ = [
     "make_admission",
     "make_ordering",
     "make_placement",
+    "make_planner",
     "make_policy",
     "make_preemption",
     "policy_info",
     "policy_names",
     "register_policy",
+    "split_policies",
 ]
 
 OrderingFactory = Callable[[int], OrderingPolicy]  # seed -> a fresh ordering
@@ -82,11 +94,18 @@ class PolicyInfo:
     oracle: bool = False  # sees what a scheduler cannot (future arrivals); not in "all"
     admission: str | None = None
     preemption: str | None = None
+    build: Callable[[int], Policy] | None = None  # seed -> the policy, when not the pair's
+
+    def make_ordering(self, seed: int) -> OrderingPolicy:
+        """A fresh ordering of this policy; ``seed`` seeds one with randomness."""
+        ordering = self.ordering
+        return ORDERINGS[ordering](seed) if isinstance(ordering, str) else ordering(seed)
 
     def factory(self, seed: int) -> Policy:
         """A fresh policy; ``seed`` seeds an ordering with randomness."""
-        ordering = self.ordering
-        order = ORDERINGS[ordering](seed) if isinstance(ordering, str) else ordering(seed)
+        if self.build is not None:
+            return self.build(seed)
+        order = self.make_ordering(seed)
         place = self.placement
         placement = PLACEMENTS[place]() if isinstance(place, str) else place()
         cls = OraclePolicy if self.oracle else Policy
@@ -194,6 +213,23 @@ _POLICIES = [
         admission="finish-aware",
         preemption="las",
     ),
+    # Announced jobs (the scenario's announce_h calendar): holding GPUs for a planned run.
+    PolicyInfo(
+        "sjf+announce",
+        "sjf+finish-aware that also holds GPUs for an announced job it would block when that "
+        "lowers the pair's predicted JCT",
+        "sjf",
+        "pathfinder",
+        admission="announce-aware",
+    ),
+    PolicyInfo(
+        "sjf+announce+srtf",
+        "sjf+announce that preempts as sjf+srtf does",
+        "sjf",
+        "pathfinder",
+        admission="announce-aware",
+        preemption="srtf",
+    ),
     PolicyInfo(
         "oracle",
         "Oracle: the best static job order (sees future arrivals; at most 8 jobs, ~10 s)",
@@ -203,6 +239,8 @@ _POLICIES = [
     ),
 ]
 _BY_NAME = {e.name: e for e in _POLICIES}
+_ROLLOUTS: dict[str, PolicyInfo] = {}
+_SETTING = re.compile(r"[a-z_]+=")  # a setting of the name before it, in a list of names
 
 
 def register_policy(info: PolicyInfo) -> None:
@@ -232,6 +270,21 @@ def policy_names(include_oracles: bool = False) -> list[str]:
     return [e.name for e in _POLICIES if include_oracles or not e.oracle]
 
 
+def split_policies(text: str) -> list[str]:
+    """A comma-separated list of policy names as a list. A planner's settings are commas too
+    (``rollout:sjf,k=2,lookahead=clairvoyant``): an item that starts ``key=`` continues the
+    name before it (no registered name has an ``=``)."""
+    out: list[str] = []
+    for item in (p.strip() for p in text.split(",")):
+        if not item:
+            continue
+        if out and _SETTING.match(item):
+            out[-1] += "," + item
+        else:
+            out.append(item)
+    return out
+
+
 def baseline_names() -> list[str]:
     """BACE-Pipe and the four baselines of the paper's Fig. 4."""
     return ["bace-pipe", "lcf", "ldf", "cr-lcf", "cr-ldf"]
@@ -243,17 +296,65 @@ def ablation_names() -> list[str]:
 
 
 def policy_info(name: str) -> PolicyInfo:
-    """The registry entry of ``name``; a ValidationError lists the valid names otherwise."""
+    """The registry entry of ``name`` (a rollout planner's, ``rollout:<base>,...``, is made on
+    first use); a ValidationError lists the valid names otherwise."""
     try:
         return _BY_NAME[name]
     except KeyError:
+        if is_rollout(name):
+            return _rollout_info(name)
         raise ValidationError(
             "policy",
             name,
             "unknown policy; choose from: "
             + choices(policy_names(include_oracles=True), 60)
-            + " (`bacepipe policies` lists them)",
+            + f", or {ROLLOUT_PREFIX}<one of them> (`bacepipe policies` lists them)",
         ) from None
+
+
+def _rollout_info(name: str) -> PolicyInfo:
+    """The entry of a rollout planner over a registered heuristic (policies/rollout.py),
+    remembered (not listed: a planner is a family, one per base and settings)."""
+    got = _ROLLOUTS.get(name)
+    if got is None:
+        settings = parse_rollout(name)
+        base = policy_info(settings.base)  # one line for an unknown base
+        if base.oracle:
+            raise ValidationError("rollout base", settings.base, "must be a registered heuristic")
+
+        def build(seed: int) -> Policy:
+            inner = base.factory(seed)
+            return RolloutPolicy(
+                name,
+                inner.ordering,
+                inner.placement,
+                inner.admission,
+                inner.preemption,
+                settings=settings,
+                seed=seed,
+                base_ordering=base.make_ordering,
+            )
+
+        got = _ROLLOUTS[name] = PolicyInfo(
+            name,
+            describe(settings),
+            base.ordering,
+            base.placement,
+            admission=base.admission,
+            preemption=base.preemption,
+            build=build,
+        )
+    return got
+
+
+def make_planner(name: str, seed: int = 0, objective: Objective | None = None) -> RolloutPlanner:
+    """The :class:`RolloutPlanner` of the planner policy ``name`` (``rollout:<base>,...``),
+    what its env agent decides with; ``objective`` scores forks (default: job-seconds)."""
+    info = policy_info(name)  # validates the name, the base and the settings
+    settings = parse_rollout(name)
+    base = policy_info(settings.base)
+    rule = None if base.preemption is None else make_preemption(base.preemption)
+    return RolloutPlanner(settings, info.make_ordering, rule, seed, objective)
 
 
 def make_policy(name: str, *, seed: int = 0) -> Policy:

@@ -19,7 +19,7 @@ from ..core.job import Job
 from ..core.memory import memory_floor
 from ..core.perf import ProfileCache, profile_job
 from ..core.preemption import check_preemption
-from ..core.scenario import Scenario
+from ..core.scenario import Scenario, check_announce_h
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s
 from ..core.validate import require_float, require_int
 from ..errors import ScenarioError, ValidationError
@@ -144,7 +144,8 @@ class RandomScenarioGenerator:
     its episode stream. Every GPU holds ``gpu_memory_gb``. Unless ``ignore_memory``, a job's
     model is drawn only among the models whose memory floor fits in the episode's largest
     region, so that every registered policy (single-region LCF and LDF included) can start
-    every job.
+    every job. ``preemption`` and ``announce_h`` (hours ahead a job is announced, default 0)
+    are every episode's scenario settings.
     """
 
     n_regions: tuple[int, int] = (4, 8)
@@ -160,6 +161,7 @@ class RandomScenarioGenerator:
     admission: str = "greedy"
     carbon_range: tuple[float, float] | None = None
     preemption: str = "none"
+    announce_h: float = 0.0
     _profiles: ProfileCache = field(default_factory=ProfileCache, repr=False, compare=False)
     _paper: ScenarioTemplate = field(
         default_factory=lambda: compile_scenario(load_scenario_spec("paper")),
@@ -206,6 +208,7 @@ class RandomScenarioGenerator:
             object.__setattr__(self, "preemption", check_preemption(self.preemption))
         except ValidationError as err:
             raise ScenarioError("preemption", self.preemption, err.reason) from None
+        object.__setattr__(self, "announce_h", check_announce_h(self.announce_h))
         memory = self.gpu_memory_gb * 1e9
         floors = {}
         for name, (model, batch) in self._paper.models.items():
@@ -284,4 +287,5 @@ class RandomScenarioGenerator:
             ignore_memory=self.ignore_memory,
             admission=self.admission,
             preemption=self.preemption,
+            announce_h=self.announce_h,
         )

@@ -38,7 +38,7 @@ from ..core.job import Job, ModelSpec, TrainingConstants
 from ..core.limits import LIMITS, check_limit, check_matrix
 from ..core.perf import ProfileCache, profile_job
 from ..core.preemption import check_preemption
-from ..core.scenario import Scenario
+from ..core.scenario import Scenario, check_announce_h
 from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS, Tariff
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
 from ..core.validate import require_float, require_square_matrix, require_str
@@ -87,6 +87,7 @@ _TOP_KEYS = {
     "preemption",
     "preempt_checkpoint_s",
     "max_preemptions",
+    "announce_h",
 }
 _EVENT_KEYS = {
     "outage": {"type", "region", "start_h", "end_h"},
@@ -238,7 +239,9 @@ def load_scenario(
       ``checkpoint_interval_s`` and ``restart_s`` override its fields (SPEC section 11);
     - ``preemption`` (``none``, ``srtf``, ``las``, with settings: ``srtf:factor=3``),
       ``preempt_checkpoint_s`` (seconds, or ``"lose-since-checkpoint"``) and
-      ``max_preemptions`` override the file's fields (defaults ``none``, 60 s, 4; SPEC 3c).
+      ``max_preemptions`` override the file's fields (defaults ``none``, 60 s, 4; SPEC 3c);
+    - ``announce_h`` (hours in [0, 1e6]) overrides the file's field: how long before its
+      submit time a job is announced (default 0, no calendar; see :class:`Scenario`).
     """
     spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
     return build_scenario(spec, seed=seed, **knobs)
@@ -336,6 +339,7 @@ class ScenarioTemplate:
     egress_usd_per_gb: float | tuple[tuple[float, ...], ...] | None = None
     faults: FaultModel | None = None  # outages, link and price changes, GPU failures
     preemption: str = "none"  # the preemption rule (SPEC 3c)
+    announce_h: float = 0.0  # hours ahead a job is announced (0: no calendar)
 
     def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
         """The scenario for ``seed``: the workload rule's draws come from
@@ -359,6 +363,7 @@ class ScenarioTemplate:
             "ignore_memory": self.ignore_memory,
             "admission": self.admission,
             "preemption": self.preemption,
+            "announce_h": self.announce_h,
             "prices": self.prices,
             "start_hour": start_hour,
             "egress": self.egress_usd_per_gb is not None,
@@ -379,6 +384,7 @@ class ScenarioTemplate:
             tariff=tariff,
             faults=self.faults,
             preemption=self.preemption,
+            announce_h=self.announce_h,
         )
 
     @cached_property
@@ -489,6 +495,7 @@ def compile_scenario(
     preemption: str | None = None,
     preempt_checkpoint_s: float | str | None = None,
     max_preemptions: int | None = None,
+    announce_h: float | None = None,
 ) -> ScenarioTemplate:
     """Validate a parsed scenario mapping and build everything but the seeded draws; the
     keyword arguments, when given, override the file's fields (see :func:`load_scenario`)."""
@@ -515,6 +522,7 @@ def compile_scenario(
         stop = check_preemption(stop)
     except ValidationError as err:
         raise ScenarioError("preemption", stop, err.reason) from None
+    ahead = check_announce_h(spec.get("announce_h", 0.0) if announce_h is None else announce_h)
 
     price_model = spec.get("prices", "flat") if prices is None else prices
     if price_model not in PRICE_MODELS:
@@ -597,6 +605,7 @@ def compile_scenario(
             max_preemptions,
         ),
         stop,
+        ahead,
     )
     if horizon_h is not None:
         if template.workload is None:

@@ -35,6 +35,7 @@ from ..envs.registration import ENV_IDS
 from ..errors import BacepipeError, OneLineParser
 from ..experiments.stats import estimate
 from ..experiments.tensorboard import Category, Chart, ScalarWriter, run_component
+from ..policies.registry import split_policies
 from .config import env_slug
 from .sb3 import load_agent
 
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -
     )
     args = parser.parse_args(argv)
     logdir = Path(args.logdir)
-    policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    policies = split_policies(args.policies)
     try:
         for p in policies:
             make_agent(p)

@@ -33,6 +33,7 @@ from bacepipe_env.core import (
 )
 from bacepipe_env.core.admission import (
     ADMISSION_RULES,
+    AnnounceAwareAdmission,
     FinishAwareAdmission,
     FullAdmission,
     GreedyAdmission,
@@ -333,11 +334,13 @@ def test_full_gpus_is_k_star_when_the_idle_cluster_offers_nothing() -> None:
 # make_admission, scenario and simulator plumbing
 # ---------------------------------------------------------------------------------------------
 def test_make_admission_by_name() -> None:
-    assert list(ADMISSION_RULES) == RULES
+    # announce-aware (tests/core/test_admission_announce.py) comes after the three rules here
+    assert list(ADMISSION_RULES) == [*RULES, "announce-aware"]
     assert isinstance(make_admission("greedy"), GreedyAdmission)
     assert isinstance(make_admission("finish-aware"), FinishAwareAdmission)
     assert isinstance(make_admission("full"), FullAdmission)
-    assert [make_admission(r).name for r in RULES] == RULES
+    assert isinstance(make_admission("announce-aware"), AnnounceAwareAdmission)
+    assert [make_admission(r).name for r in ADMISSION_RULES] == list(ADMISSION_RULES)
     rule = FullAdmission()
     assert make_admission(rule) is rule
 

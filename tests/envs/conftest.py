@@ -66,13 +66,23 @@ def tiny_scenario() -> Scenario:
     return make_tiny_scenario()
 
 
+#: The ids whose generic tests play 100 of their 500 jobs (see :func:`sized`).
+SIZED_IDS = (
+    "bacepipe_env/GeoPipe-Online-Preempt-v1",
+    "bacepipe_env/GeoPipe-Online-Announced-v0",
+    "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0",
+)
+
+
 def _sized(env_id: str) -> dict[str, int]:
-    return {"n_jobs": 100} if env_id.endswith("Preempt-v1") else {}
+    return {"n_jobs": 100} if env_id in SIZED_IDS else {}
 
 
 @pytest.fixture(scope="session")
 def sized() -> Callable[[str], dict[str, int]]:
-    """Extra kwargs that keep a per-id test short: the preempt id's random episodes take about
-    4,000 steps at its 500 jobs (a step per preemption decision), so its generic tests play 100
-    jobs; its full episodes are tested in test_env_preemption.py."""
+    """Extra kwargs that keep a per-id test short: the preempt ids' random episodes take about
+    4,000 steps at their 500 jobs (a step per preemption decision), so their generic tests play
+    100 jobs, and so do the announced ids' (Online-v1 with a calendar, whose 500-job episodes
+    Online-v1's tests already play); their full episodes are tested in test_env_preemption.py
+    and test_env_announced.py."""
     return _sized

@@ -42,6 +42,8 @@ EXPECTED_SCENARIO = {
     "bacepipe_env/GeoPipe-Random-v2": "random",
     "bacepipe_env/GeoPipe-Online-v1": "online",
     "bacepipe_env/GeoPipe-Online-Preempt-v1": "online",
+    "bacepipe_env/GeoPipe-Online-Announced-v0": "online",
+    "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": "online",
 }
 
 
@@ -112,6 +114,8 @@ def test_gymnasium_env_checker(env_id, mode):
             grid |= {"running", "release", "wait_preview"}
         if preempt:
             grid |= {"running_jobs"}
+        if ENV_IDS[env_id].get("announce_window"):
+            grid |= {"announced"}
         assert set(env.observation_space.spaces) == {
             "regions",
             "bandwidth",

@@ -51,6 +51,8 @@ def test_the_docs_carry_the_generated_observation_tables():
     assert m.group(1).count("(optional: `fault_features=True`)") == 2
     assert "| `running_jobs` | (preempt_window, 10) |" in m.group(1)
     assert "(optional: `preempt_window > 0`)" in m.group(1)
+    assert "| `announced` | (announce_window, 6) |" in m.group(1)
+    assert "(optional: `announce_window > 0`)" in m.group(1)
 
 
 def test_the_table_is_well_formed():
@@ -66,6 +68,7 @@ def test_the_table_is_well_formed():
         "release",
         "wait_preview",
         "running_jobs",
+        "announced",
     ]
     for f in FEATURES:
         assert f.description and callable(f.encode)
@@ -79,6 +82,7 @@ def test_the_table_is_well_formed():
     assert feature("bandwidth").resolve(max_queue=7, max_regions=3) == (2, 3, 3)
     assert feature("grid").resolve(max_queue=7, max_regions=3) == (3, 2)
     assert feature("running_jobs").resolve(7, 3, preempt_window=5) == (5, 10)
+    assert feature("announced").resolve(7, 3, announce_window=4) == (4, 6)
     with pytest.raises(KeyError):
         feature("nope")
 
@@ -89,6 +93,7 @@ def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf
         "fault_features",
         "running_features",
         "preempt_window",
+        "announce_window",
     )
     assert [(f.name, f.enabled_by) for f in FEATURES if f.enabled_by] == [
         ("grid", "grid_features"),
@@ -98,6 +103,7 @@ def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf
         ("release", "running_features"),
         ("wait_preview", "running_features"),
         ("running_jobs", "preempt_window"),
+        ("announced", "announce_window"),
     ]
     assert feature("grid").column_names == GRID_FEATURES == ("price_now", "carbon_now")
     lows = {(f.name, c.name): c.low for f in FEATURES for c in f.columns}
@@ -156,13 +162,13 @@ def test_spaces_and_observations_follow_the_table(env_id):
     space = env.observation_space
     enabled = [k for k in OPTIONAL_FEATURES if ENV_IDS[env_id].get(k)]
     active = active_features(enabled)
-    w = u.preempt_window
-    assert space == observation_space(u.max_queue, u.max_regions, u.n_actions, enabled, w)
+    w, a = u.preempt_window, u.announce_window
+    assert space == observation_space(u.max_queue, u.max_regions, u.n_actions, enabled, w, a)
     assert u.encoder.features == active
     obs, _ = env.reset(seed=0)
     assert list(obs) == [f.name for f in active] + ["action_mask"]
     for f in active:
-        shape = f.resolve(u.max_queue, u.max_regions, w)
+        shape = f.resolve(u.max_queue, u.max_regions, w, a)
         assert space[f.name].shape == shape
         assert obs[f.name].shape == shape and obs[f.name].dtype == np.float32
     assert space["action_mask"] == gym.spaces.MultiBinary(u.n_actions)
@@ -178,6 +184,8 @@ def test_the_encoder_runs_the_tables_functions():
         fault_features=True,
         running_features=True,
         preempt_window=4,
+        announce_window=4,
+        announce_h=24.0,
         allow_wait=True,
     )
     obs, _ = env.reset(seed=3)

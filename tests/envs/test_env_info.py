@@ -17,6 +17,8 @@ LEAN = {"action_mask", "queue", "illegal_action"}
 SMALL = {
     "bacepipe_env/GeoPipe-Online-v1": {"n_jobs": 12},
     "bacepipe_env/GeoPipe-Online-Preempt-v1": {"n_jobs": 12},
+    "bacepipe_env/GeoPipe-Online-Announced-v0": {"n_jobs": 12},
+    "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": {"n_jobs": 12},
 }
 
 

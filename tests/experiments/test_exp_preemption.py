@@ -80,9 +80,10 @@ def bench(benchmark_module) -> ModuleType:
 def test_the_docs_carry_the_tables_of_the_committed_results(bench) -> None:
     data = json.loads(bench.RESULTS.read_text())
     summaries = bench.summarise(data)
+    from benchmarks.tables import between  # importable once the script put the root on sys.path
+
     for path, full in ((bench.DOCS, True), (bench.README, False)):
-        text = path.read_text(encoding="utf-8")
-        block = text[text.index(bench.BEGIN) + len(bench.BEGIN) : text.index(bench.END)]
+        block = between(path, bench.MARKERS)
         assert block == "\n" + bench.markdown(summaries, data, full=full), (
             f"{path.name}: run python benchmarks/preemption.py table"
         )

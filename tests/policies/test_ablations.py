@@ -213,6 +213,10 @@ REFERENCES: dict[str, tuple[Callable | None, Callable]] = {
     "bace-pipe+srtf": (ref_priority, ref_pathfinder),
     "sjf+las": (ref_sjf, ref_pathfinder),
     "sjf+finish-aware+las": (ref_sjf, ref_pathfinder),
+    # announced jobs: SJF + Pathfinder; announce-aware may decline (finish-aware's rule plus
+    # holds for the calendar, none here: these scenarios have none)
+    "sjf+announce": (ref_sjf, ref_pathfinder),
+    "sjf+announce+srtf": (ref_sjf, ref_pathfinder),
 }
 
 

@@ -23,9 +23,13 @@ from bacepipe_env.learned import (
     pretrained_names,
 )
 
-# The ids with a pretrained agent: every id but the preempt one, whose learned agents are the
-# next issue's (bacepipe evaluate --policies pretrained says so in one line there).
-SHIPPED = [e for e in ENV_IDS if not ENV_IDS[e].get("preempt_window")]
+# The ids with a pretrained agent: every id but the preempt and the announced ones, whose learned
+# agents are the next issue's (bacepipe evaluate --policies pretrained says so in one line there).
+SHIPPED = [
+    e
+    for e in ENV_IDS
+    if not ENV_IDS[e].get("preempt_window") and not ENV_IDS[e].get("announce_window")
+]
 
 
 def test_one_small_agent_ships_per_registered_env():

@@ -1,0 +1,160 @@
+"""Every registered environment id's headroom: the rollout planner against the id's best
+heuristic on held-out episodes, under each lookahead.
+
+    python benchmarks/headroom.py run      # every row of ROWS x LOOKAHEADS (~15 min, 2 cores)
+    python benchmarks/headroom.py table    # headroom.json -> docs/headroom.md
+    make headroom                          # both
+
+``run`` calls :func:`bacepipe_env.experiments.headroom.run_headroom` (what ``bacepipe
+headroom`` prints) for each row of :data:`ROWS` and each lookahead of :data:`LOOKAHEADS`, on the
+episodes ``reset(seed=2_000_000 + i)`` draws (held out from training, as in
+benchmarks/preemption.py), and writes ``benchmarks/results/headroom.json``. ``table`` writes the
+table between the ``headroom-table`` markers of docs/headroom.md: per id and lookahead the
+best heuristic, the planner's paired JCT ratio to it with a 95% bootstrap interval, its cost
+ratio, and its time per decision and per episode. Clairvoyant rows are bounds, not results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bacepipe_env import __version__  # noqa: E402
+from bacepipe_env.experiments.headroom import run_headroom  # noqa: E402
+from bacepipe_env.experiments.progress import Progress  # noqa: E402
+from benchmarks.tables import splice  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "headroom.json"
+DOCS = ROOT / "docs" / "headroom.md"
+HELD_OUT = 2_000_000
+LOOKAHEADS = ("submitted", "announced:24", "clairvoyant")
+#: (env id, jobs per episode or None for the id's own, episodes, the planner's base or None
+#: for the id's best heuristic). The Online ids play 80-job episodes in every lookahead (a
+#: clairvoyant fork simulates every job still to come), and Online-v1 also its own 500-job
+#: episodes. On the calendar's id the planner also finishes its forks with `sjf+finish-aware`,
+#: which finds more room there than the best heuristic, `sjf+announce`, does as a base.
+ROWS: tuple[tuple[str, int | None, int, str | None], ...] = (
+    ("bacepipe_env/GeoPipe-v2", None, 50, None),
+    ("bacepipe_env/GeoPipe-Fig1-v2", None, 50, None),
+    ("bacepipe_env/GeoPipe-Random-v2", None, 50, None),
+    ("bacepipe_env/GeoPipe-Online-v1", 80, 20, None),
+    ("bacepipe_env/GeoPipe-Online-Preempt-v1", 80, 20, None),
+    ("bacepipe_env/GeoPipe-Online-Announced-v0", 80, 20, None),
+    ("bacepipe_env/GeoPipe-Online-Announced-v0", 80, 20, "sjf+finish-aware"),
+    ("bacepipe_env/GeoPipe-Online-Announced-Preempt-v0", 80, 20, None),
+    ("bacepipe_env/GeoPipe-Online-v1", None, 10, None),
+)
+
+
+def _task(
+    env_id: str, n_jobs: int | None, episodes: int, base: str | None, lookahead: str
+) -> dict[str, Any]:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    start = time.process_time()
+    report = run_headroom(env_id, episodes, HELD_OUT, base=base, lookahead=lookahead, n_jobs=n_jobs)
+    row = json.loads(report.to_json())
+    row["cpu_s"] = time.process_time() - start
+    row["key"] = _key(env_id, n_jobs, base, lookahead)
+    return row
+
+
+def _key(env_id: str, n_jobs: int | None, base: str | None, lookahead: str) -> str:
+    return f"{env_id}|{n_jobs}|{base}|{lookahead}"
+
+
+def run(workers: int, only: str | None) -> None:
+    """Every row x lookahead (or those of the ids containing ``only``, the others kept from
+    the last run), ``workers`` processes; writes RESULTS in the order of ROWS."""
+    tasks = [
+        (env_id, n, eps, base, la)
+        for env_id, n, eps, base in ROWS
+        for la in LOOKAHEADS
+        if only is None or only in env_id
+    ]
+    done: dict[str, dict[str, Any]] = {}
+    if only is not None and RESULTS.exists():
+        done = {r.get("key", ""): r for r in json.loads(RESULTS.read_text())["rows"]}
+    with Progress(len(tasks), "rows", "headroom") as bar, ProcessPoolExecutor(workers) as pool:
+        for row in pool.map(_task, *zip(*tasks)):
+            done[row["key"]] = row
+            bar.update()
+    keys = [_key(e, n, b, la) for e, n, _, b in ROWS for la in LOOKAHEADS]
+    rows = [done[k] for k in keys if k in done]
+    data = {
+        "version": __version__,
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "held_out_first_seed": HELD_OUT,
+        "rows": rows,
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    tmp = RESULTS.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(RESULTS)
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+
+
+def _base(planner: str) -> str:
+    return planner.removeprefix("rollout:").split(",")[0]
+
+
+def _ci(v: list[float]) -> str:
+    return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    """The docs table."""
+    lines = [
+        "| env id | jobs | episodes | lookahead | best heuristic | planner's base | "
+        "planner JCT / best | cost / best | ms per decision | s per episode (max) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        name = r["env_id"].removeprefix("bacepipe_env/")
+        bound = " (bound)" if r["bound"] else ""
+        lines.append(
+            f"| {name} | {r['n_jobs']} | {len(r['seeds'])} | {r['lookahead']}{bound} | "
+            f"{r['best']} | {_base(r['planner'])} | {_ci(r['ratio'])} | {_ci(r['cost_ratio'])} | "
+            f"{r['ms_per_decision']:.1f} | {r['episode_s'][0]:.1f} ({r['episode_s'][1]:.1f}) |"
+        )
+    lines.append("")
+    lines.append(
+        f"Measured with bacepipe-env {data['version']}, Python {data['python']}, "
+        f"{data['machine']}; held-out reset seeds from {data['held_out_first_seed']:,}; "
+        "top-4 planner finished by the best heuristic; 95% paired bootstrap intervals."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def table() -> str:
+    """Write the table into docs/headroom.md; returns it."""
+    text = markdown(json.loads(RESULTS.read_text()))
+    splice(DOCS, "headroom-table", text)
+    print(text)
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("run", "table"))
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only", default=None, help="only the ids containing this text")
+    args = parser.parse_args()
+    if args.command == "run":
+        run(args.workers, args.only)
+    else:
+        table()
+
+
+if __name__ == "__main__":
+    main()

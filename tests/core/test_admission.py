@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from admission_world import CLUSTER, CONST, M1, M3, M4, REL
 
 from bacepipe_env.core import (
     Cluster,
@@ -29,7 +30,6 @@ from bacepipe_env.core import (
     Region,
     Scenario,
     Simulator,
-    TrainingConstants,
 )
 from bacepipe_env.core.admission import (
     ADMISSION_RULES,
@@ -44,12 +44,6 @@ from bacepipe_env.errors import ScenarioError, ValidationError
 from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import build_scenario
 
-REL = 1e-12
-CONST = TrainingConstants(seq_len=1, micro_batch=1, peak_flops=1.0, mfu=1.0)
-M4 = ModelSpec("M4", 6.0, 4, 1)
-M3 = ModelSpec("M3", 6.0, 3, 1)
-M1 = ModelSpec("M1", 6.0, 1, 1)
-CLUSTER = Cluster((Region("R0", 4, 1.0, 2.0),), np.zeros((1, 1)), power_kw=3.6)
 RULES = ["greedy", "finish-aware", "full"]
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 # the one-region world of test_admission.py's hand-worked cases (its docstring derives them)
-from test_admission import CLUSTER, CONST, M1, M3, M4, REL
+from admission_world import CLUSTER, CONST, M1, M3, M4, REL
 
 from bacepipe_env.core import (
     Job,

@@ -835,15 +835,8 @@ def _simulate(args: argparse.Namespace) -> int:
         print(format_run(result, names, faults=faults))
     if args.json is not None:
         payload = {"params": dict(scenario.params), **result.to_dict(names)}
-        text = json.dumps(payload, indent=2, allow_nan=False)  # the run's figures are finite
-        if args.json == "-":
-            print(text)
-        else:
-            try:
-                Path(args.json).write_text(text + "\n", encoding="utf-8")
-            except OSError as err:
-                raise BacepipeError(f"cannot write {args.json}: {err.strerror}") from None
-            print(f"\nwrote {args.json}")
+        # the run's figures are finite
+        _write_json(args.json, json.dumps(payload, indent=2, allow_nan=False))
     return 0
 
 
@@ -1118,15 +1111,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.json != "-":
         print(report.format_table())
     if args.json is not None:
-        text = report.to_json()
-        if args.json == "-":
-            print(text)
-        else:
-            try:
-                Path(args.json).write_text(text + "\n", encoding="utf-8")
-            except OSError as err:
-                raise BacepipeError(f"cannot write {args.json}: {err.strerror}") from None
-            print(f"\nwrote {args.json}")
+        _write_json(args.json, report.to_json())
     return 0
 
 

@@ -12,11 +12,23 @@ functions of simulated time, and optionally an egress price per directed region 
   region's mean; the wholesale series adds its hour-to-hour movement (and can make an hour's
   price negative, as real markets do). The series wraps from the last hour of 2023 to the first.
 
+Scheduled price changes (:class:`~bacepipe_env.core.faults.PriceChange`, SPEC section 11)
+compose by multiplication: at time t a region's price is the model's price above times the
+product of the factors of every change of that region whose window ``[start, end)`` holds t
+(:meth:`Tariff.price_at`, the price the environment's observation shows).
+
 Cost and carbon are integrals over a job's execution: ``cost = power_kw * sum_r n_r *
 integral(price_r dt)`` (t in hours) and the same with the carbon intensity for emissions, in
-grams, reported in kg. The series ships in ``bacepipe_env/data/hourly-price-carbon-2023.csv``
-(derived from HewlettPackard/sustain-cluster, MIT; prices from ENTSO-E, PJM, JEPX, EMC
-Singapore, AEMO and the GB day-ahead market; carbon from Electricity Maps).
+grams, reported in kg. :meth:`Tariff.price_hours` is the exact integral of
+:meth:`Tariff.price_at`, split at every change's start and end (each piece's base integral
+times the product of the factors covering it): what is billed is the price that is shown.
+
+Only the ``hourly`` price, and so a cost under it, can be negative. A ``flat`` price (each
+``P_r`` >= 0, each factor >= 0) and every cost under it never are, and carbon never is.
+
+The series ships in ``bacepipe_env/data/hourly-price-carbon-2023.csv`` (derived from
+HewlettPackard/sustain-cluster, MIT; prices from ENTSO-E, PJM, JEPX, EMC Singapore, AEMO and the
+GB day-ahead market; carbon from Electricity Maps).
 """
 
 from __future__ import annotations
@@ -162,7 +174,7 @@ class Tariff:
         egress_usd_per_gb: ``None`` (no egress charge, the default), one $/GB figure for every
             directed pair, or a K x K matrix (row = sending region).
         price_changes: scheduled price changes (SPEC section 11): each multiplies a region's
-            price by its factor over its window.
+            price by its factor over its window; overlapping ones multiply together.
     """
 
     def __init__(
@@ -238,13 +250,39 @@ class Tariff:
     def price_hours(
         self, region: int, t0: float, t1: float, points: _Points | None = None
     ) -> float:
-        """``integral of price_r(t) dt`` over ``[t0, t1]`` seconds, t in hours ($/kWh * h).
+        """``integral of price_r(t) dt`` over ``[t0, t1]`` seconds (``t0 <= t1``), t in hours
+        ($/kWh * h): the exact integral of :meth:`price_at`, scheduled changes included.
         ``points``: :meth:`_points` of ``t0, t1``, when a caller shares them across regions."""
-        total = self._base_price_hours(region, t0, t1, points)
-        for c in self._windows[region]:  # each change adds (factor - 1) x price on its overlap
-            a, b = max(t0, c.start), min(t1, c.end)
-            if b > a:
-                total += (c.factor - 1.0) * self._base_price_hours(region, a, b)
+        if self._windows[region]:
+            return self._composed_price_hours(region, t0, t1, points)
+        return self._base_price_hours(region, t0, t1, points)
+
+    def _composed_price_hours(
+        self, region: int, t0: float, t1: float, points: _Points | None = None
+    ) -> float:
+        """:meth:`price_hours` with scheduled changes: ``[t0, t1]`` split at every start and
+        end of the region's changes inside it, each piece's base integral times the product of
+        the factors of the changes covering it (every change covers a piece whole or not at
+        all). Under flat prices every piece is >= 0, and so is the sum."""
+        windows = self._windows[region]
+        inner = {x for c in windows for x in (c.start, c.end) if t0 < x < t1}
+        cuts = [t0, *sorted(inner), t1]
+        readings: list[tuple[int, float, int]] = []
+        if self._hourly:
+            p0, p1 = points or self._points(t0, t1)
+            readings = [p0, *(_point(self._hours(x)) for x in cuts[1:-1]), p1]
+        total = 0.0
+        for i, (a, b) in enumerate(itertools.pairwise(cuts)):
+            factor = 1.0
+            for c in windows:  # in their order, as price_at multiplies them
+                if c.start <= a < c.end:
+                    factor *= c.factor
+            if factor == 0.0:
+                continue
+            piece = self.prices[region] * (b - a) / 3600.0
+            if self._hourly:
+                piece += self._terms[region][0].between(readings[i], readings[i + 1])
+            total += factor * piece
         return total
 
     def _base_price_hours(

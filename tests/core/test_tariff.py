@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 from importlib import resources
 from typing import Any
@@ -21,7 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bacepipe_env.core import Placement, Simulator
-from bacepipe_env.core.tariff import Tariff
+from bacepipe_env.core.faults import PriceChange
+from bacepipe_env.core.tariff import Tariff, hourly_series
 from bacepipe_env.errors import ScenarioError
 from bacepipe_env.policies import bace_pipe
 from bacepipe_env.scenarios import build_scenario, load_scenario
@@ -251,8 +253,6 @@ def test_busy_hours_is_the_per_region_sum(model, start_hour, t0, dt, busy, spike
     """The simulator's accrual asks busy_hours once per event; it must be the sum of
     n * price_hours and of n * carbon_hours, region by region in order, to the last bit (the
     hourly series' reading of t0 and t1 is shared, the arithmetic is the same)."""
-    from bacepipe_env.core.faults import PriceChange
-
     changes = [PriceChange(2, 3.0, t0 + dt / 3, t0 + dt / 2 + 1.0)] if spike else []
     tariff = Tariff(
         [0.251, 0.156, 0.288, 0.191, 0.222, 0.295],
@@ -269,3 +269,192 @@ def test_busy_hours_is_the_per_region_sum(model, start_hour, t0, dt, busy, spike
         carbon += n * tariff.carbon_hours(r, t0, t1)
     got = tariff.busy_hours(t0, t1, busy)
     assert got[0].hex() == cost.hex() and got[1].hex() == carbon.hex()
+
+
+# Scheduled price changes (issue 25): overlapping changes multiply, and the bill is the integral
+# of the price the observation shows.
+
+H = 3600.0  # seconds per hour
+
+
+def test_overlapping_price_changes_multiply_in_the_bill_as_in_the_price() -> None:
+    # Flat 0.1 $/kWh; factor 2 over [1 h, 3 h) and factor 3 over [2 h, 4 h). The price is
+    #   [0, 1): 0.1   [1, 2): 0.2   [2, 3): 0.1 * 2 * 3 = 0.6   [3, 4): 0.3   [4, 5): 0.1
+    # so the integral over [0, 5 h] is 0.1 * (1 + 2 * 1 + 6 * 1 + 3 * 1 + 1) = 0.1 * 13 = 1.3.
+    t = Tariff(
+        [0.1],
+        [0.0],
+        price_changes=[PriceChange(0, 2.0, 1 * H, 3 * H), PriceChange(0, 3.0, 2 * H, 4 * H)],
+    )
+    assert t.price_hours(0, 0.0, 5 * H) == pytest.approx(1.3, rel=1e-12)
+    # the observation's price in the overlap is 6x, and so is the bill for that hour (not 4x)
+    assert t.price_at(0, 2.5 * H) == pytest.approx(0.6, rel=1e-12)
+    assert t.price_hours(0, 2 * H, 3 * H) == pytest.approx(0.6, rel=1e-12)
+    # [1.5 h, 3.5 h]: 0.1 * (0.5 * 2 + 1 * 6 + 0.5 * 3) = 0.1 * 8.5 = 0.85
+    assert t.price_hours(0, 1.5 * H, 3.5 * H) == pytest.approx(0.85, rel=1e-12)
+    # before and after the changes: the base price, 0.1 $/kWh
+    assert t.price_hours(0, 0.0, 0.5 * H) == pytest.approx(0.05, rel=1e-12)
+    assert t.price_at(0, 4 * H) == 0.1
+
+
+def test_overlapping_zero_factors_cost_nothing_and_never_a_negative_amount() -> None:
+    # Flat 0.1 $/kWh; factor 0 over [1 h, 3 h) and factor 0 over [2 h, 4 h): the price is 0 over
+    # [1 h, 4 h) (0 * 0 = 0 in the overlap), 0.1 elsewhere. Over [0, 5 h]:
+    # 0.1 * (1 + 0 + 0 + 0 + 1) = 0.2. Adding (factor - 1) x base per change would give
+    # 0.1 * (5 - 2 - 2) = 0.1, and -0.1 over the overlap alone.
+    t = Tariff(
+        [0.1],
+        [0.0],
+        price_changes=[PriceChange(0, 0.0, 1 * H, 3 * H), PriceChange(0, 0.0, 2 * H, 4 * H)],
+    )
+    assert t.price_hours(0, 0.0, 5 * H) == pytest.approx(0.2, rel=1e-12)
+    assert t.price_hours(0, 2 * H, 3 * H) == 0.0
+    assert t.price_hours(0, 1 * H, 4 * H) == 0.0
+    assert t.price_hours(0, 1.5 * H, 3.5 * H) == 0.0
+    assert t.price_at(0, 2.5 * H) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("t0", "m", "t1"),
+    # windows [t0, m) and [m, t1): base - base1 - base2 rounded below zero in all three
+    [(2834.7, 11192.4, 15520.1), (54141.2, 63532.7, 67344.7), (23308.4, 25617.1, 27804.9)],
+)
+def test_adjacent_zero_factors_covering_the_interval_cost_exactly_nothing(
+    t0: float, m: float, t1: float
+) -> None:
+    # two back-to-back factor-0 changes cover [t0, t1]: the price is 0 throughout
+    t = Tariff(
+        [0.251], [0.0], price_changes=[PriceChange(0, 0.0, t0, m), PriceChange(0, 0.0, m, t1)]
+    )
+    assert t.price_hours(0, t0, t1) == 0.0
+    # [t0 - 1 h, t1 + 1 h]: the two uncovered hours at 0.251
+    assert t.price_hours(0, t0 - H, t1 + H) == pytest.approx(2 * 0.251, rel=1e-12)
+
+
+def _eu_west_price(h: int) -> float:
+    """EU-West's hourly price at hour ``h`` of 2023 ($/kWh), Table II's 0.251 plus the
+    wholesale deviation, from the shipped series read through HourlySeries."""
+    series = hourly_series()
+    w = series.price[series.zone("EU-West")]
+    return 0.251 + (float(w[h]) - math.fsum(w.tolist()) / 8760) / 1000
+
+
+def test_an_hourly_price_change_multiplies_the_hours_series() -> None:
+    # start_hour 100: [0, 1 h) is hour 100 of 2023, [1 h, 2 h) hour 101. Factor 2 over
+    # [0.5 h, 1.5 h): integral over [0, 2 h] = 0.5 * p(100) + 0.5 * 2 * p(100)
+    #                                         + 0.5 * 2 * p(101) + 0.5 * p(101)
+    #                                         = 1.5 * (p(100) + p(101))
+    p100, p101 = _eu_west_price(100), _eu_west_price(101)
+    w = SERIES["EU-West_usd_per_mwh"]  # the same figures as the CSV prints them
+    assert p100 == pytest.approx(0.251 + (w[100] - math.fsum(w) / 8760) / 1000, rel=1e-12)
+    one = Tariff(
+        [0.251],
+        [0.0],
+        model="hourly",
+        start_hour=100,
+        zones=["EU-West"],
+        price_changes=[PriceChange(0, 2.0, 0.5 * H, 1.5 * H)],
+    )
+    assert one.price_hours(0, 0.0, 2 * H) == pytest.approx(1.5 * (p100 + p101), rel=1e-12)
+    assert one.price_at(0, 0.75 * H) == pytest.approx(2 * p100, rel=1e-12)
+    # add factor 0.5 over [1 h, 2 h): [0, 0.5) p100 * 0.5, [0.5, 1) 2 * p100 * 0.5,
+    # [1, 1.5) 2 * 0.5 * p101 * 0.5, [1.5, 2) 0.5 * p101 * 0.5 -> 1.5 * p100 + 0.75 * p101
+    two = Tariff(
+        [0.251],
+        [0.0],
+        model="hourly",
+        start_hour=100,
+        zones=["EU-West"],
+        price_changes=[PriceChange(0, 2.0, 0.5 * H, 1.5 * H), PriceChange(0, 0.5, 1 * H, 2 * H)],
+    )
+    assert two.price_hours(0, 0.0, 2 * H) == pytest.approx(1.5 * p100 + 0.75 * p101, rel=1e-12)
+    assert two.price_at(0, 1.25 * H) == pytest.approx(p101, rel=1e-12)
+
+
+def _reference_price_hours(
+    tariff: Tariff, base: Tariff, region: int, t0: float, t1: float
+) -> tuple[float, float, float, float]:
+    """``(integral of price_at, integral of |price_at|, max |price_at|, integral of |base
+    price_at|)`` over ``[t0, t1]`` ($/kWh * h; the max in $/kWh), ``base`` being ``tariff``
+    without its changes. The price is constant between consecutive boundaries (the changes'
+    starts and ends and, under hourly prices, the hours of the series), so each piece's
+    integral is its midpoint's price x its width."""
+    cuts = {t0, t1}
+    cuts.update(x for c in tariff.price_changes for x in (c.start, c.end) if t0 < x < t1)
+    if tariff.model == "hourly":  # hour k of the series starts at t = (k - start_hour) * 3600
+        first = math.ceil(t0 / H + tariff.start_hour)
+        last = math.floor(t1 / H + tariff.start_hour)
+        cuts.update(
+            x for k in range(first, last + 1) if t0 < (x := (k - tariff.start_hour) * H) < t1
+        )
+    pieces = [((a + b) / 2, (b - a) / H) for a, b in itertools.pairwise(sorted(cuts))]
+    prices = [tariff.price_at(region, mid) for mid, _ in pieces]
+    terms = [price * hours for price, (_, hours) in zip(prices, pieces, strict=True)]
+    unscaled = math.fsum(abs(base.price_at(region, mid)) * hours for mid, hours in pieces)
+    peak = max((abs(x) for x in prices), default=0.0)
+    return math.fsum(terms), math.fsum(abs(x) for x in terms), peak, unscaled
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.data(),
+    model=st.sampled_from(["flat", "hourly"]),
+    start_hour=st.floats(0.0, 8759.99),
+    t0=st.floats(0.0, 3e7),
+    span=st.floats(0.0, 3e5),
+)
+def test_price_hours_is_the_integral_of_price_at(data, model, start_hour, t0, span) -> None:
+    """Random changes, 1 to 4 per region with factors in [0, 5], windows around [t0, t1] that
+    often overlap: price_hours is the integral of price_at to 1e-9 of the integral of its
+    absolute value (and the rounding of reading t in hours), never negative under flat prices."""
+    t1 = t0 + span
+    width = st.floats(1.0, max(span, 2 * H))
+    changes = []
+    for region in (0, 1):
+        for _ in range(data.draw(st.integers(1, 4))):
+            start = data.draw(st.floats(max(0.0, t0 - span / 2 - H), t1 + H))
+            factor = data.draw(st.sampled_from([0.0, 1.0, 2.0]) | st.floats(0.0, 5.0))
+            changes.append(PriceChange(region, factor, start, start + data.draw(width)))
+    zones = ZONES[:2] if model == "hourly" else None
+    args = ([0.251, 0.156], [300.0, 400.0])
+    tariff = Tariff(*args, model=model, start_hour=start_hour, zones=zones, price_changes=changes)
+    base = Tariff(*args, model=model, start_hour=start_hour, zones=zones)
+    for region in (0, 1):
+        got = tariff.price_hours(region, t0, t1)
+        ref, size, peak, _ = _reference_price_hours(tariff, base, region, t0, t1)
+        # Rounding, beyond 1e-9 of the integral of |price|:
+        # - the peak price times 1e-10 h (0.36 us): the hourly series reads t0, t1 and each
+        #   change's start and end (up to 8) in hours, t / 3600 + start_hour, to its float
+        #   spacing (3.6e-12 h near 2e4 h), where the price can jump by up to twice the peak.
+        assert abs(got - ref) <= 1e-9 * size + 1e-10 * peak
+        if model == "flat":
+            assert got >= 0.0
+
+
+def test_a_job_through_two_overlapping_zero_factor_changes_costs_the_uncovered_hours() -> None:
+    # The golden job runs on R0:2 for 2 h at 0.1 $/kWh. Factor 0 over [0.25 h, 1.5 h) and factor
+    # 0 over [0.5 h, 1.75 h): the price is 0 over [0.25 h, 1.75 h) and 0.1 over the other 0.5 h,
+    # so cost = 0.5 kW x 2 GPUs x 0.1 $/kWh x 0.5 h = $0.05. Adding (factor - 1) x base per
+    # change billed 0.5 x 2 x 0.1 x (2 - 1.25 - 1.25) = -$0.05.
+    spec = _scenario(
+        [_region("R0", 2, 0.1, carbon=200.0)],
+        events=[
+            {"type": "price", "region": "R0", "factor": 0.0, "start_h": 0.25, "end_h": 1.5},
+            {"type": "price", "region": "R0", "factor": 0.0, "start_h": 0.5, "end_h": 1.75},
+        ],
+    )
+    sim = Simulator(build_scenario(spec), bace_pipe().placement)
+    (job,) = sim.next_decision() or ()
+    sim.place(job, Placement((0,), (2,)))
+    while sim.next_decision() is not None:
+        pass
+    (rec,) = sim.result("explicit").records
+    assert rec.execution == pytest.approx(7200.0, rel=1e-12)
+    assert rec.cost >= 0.0
+    assert rec.cost == pytest.approx(0.05, rel=1e-12)
+    assert sim.cost_accrued == pytest.approx(0.05, rel=1e-12)  # what the reward reads
+    # and the policy's own run, booked the same way
+    (own,) = bace_pipe().simulate(build_scenario(spec)).records
+    assert own.placement == Placement((0,), (2,)) and own.cost == rec.cost
+    # carbon does not follow the price: 0.5 kW x 2 GPUs x 200 g/kWh x 2 h / 1000 = 0.4 kg
+    assert rec.carbon == pytest.approx(0.4, rel=1e-12)

@@ -16,12 +16,13 @@ line that says which extra to install.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import EntryPoint, distributions
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import BacepipeError
+from .errors import BacepipeError, shorten
 from .policies.rollout import PREFIX as ROLLOUT_PREFIX
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "LearnedAgent",
     "LearnedLoader",
     "TrainCommand",
+    "check_model_file",
     "is_learned",
     "layout_kwargs",
     "learned_prefixes",
@@ -167,9 +169,10 @@ def scenario_env_id(scenario: str) -> str | None:
     return None
 
 
-def is_learned(policy: str) -> bool:
+def is_learned(policy: str | os.PathLike[str]) -> bool:
     """``algo:path`` names a saved model (``ppo:runs/x/model.zip``), not a registered policy
     (nor a rollout planner, ``rollout:<base>``)."""
+    policy = os.fspath(policy)
     return ":" in policy and not policy.startswith(ROLLOUT_PREFIX)
 
 
@@ -179,20 +182,60 @@ def learned_prefixes() -> list[str]:
     return sorted(_loaders)
 
 
-def load_learned(policy: str) -> LearnedAgent:
+#: How much of a policy name (``algo:path``) an error line shows: a temporary folder's path
+#: whole, a longer one cut to its start and how many characters more.
+_POLICY_CHARS = 120
+
+
+def _named(policy: str, reason: str) -> BacepipeError:
+    """A one-line error ``algo:path: reason``, a long path cut to its start; the error's
+    ``reason`` attribute holds the reason alone, for a caller that names the policy itself."""
+    err = BacepipeError(f"{shorten(policy, _POLICY_CHARS)}: {reason}")
+    err.reason = reason  # type: ignore[attr-defined]
+    return err
+
+
+def _unreadable(policy: str, err: OSError) -> BacepipeError:
+    """``algo:path: cannot read: <the OS's reason>``: one line, the path written once."""
+    return _named(policy, f"cannot read: {err.strerror or type(err).__name__}")
+
+
+def check_model_file(policy: str | os.PathLike[str]) -> Path:
+    """The model file of a learned policy ``algo:path``, if it is a file; else one
+    BacepipeError line naming the policy: no file there, or the path the OS cannot read
+    (``ppo:PATH: cannot read: File name too long``) instead of an OSError traceback."""
+    policy = os.fspath(policy)
+    path = Path(policy.split(":", 1)[-1])
+    try:
+        found = path.is_file()
+    except OSError as err:  # ENAMETOOLONG, EACCES on a folder on the way, ...
+        raise _unreadable(policy, err) from None
+    if not found:
+        raise _named(policy, "no model file there")
+    return path
+
+
+def load_learned(policy: str | os.PathLike[str]) -> LearnedAgent:
     """``algo:path`` -> the agent its registered loader makes. Every failure is one
-    BacepipeError line: no loader at all names the ``train`` extra."""
+    BacepipeError line: no loader at all names the ``train`` extra, and an OSError of reading
+    the model (a path too long for the OS, a folder that cannot be listed) names the policy,
+    ``ppo:PATH: cannot read: File name too long``."""
+    policy = os.fspath(policy)
     prefix = policy.split(":", 1)[0]
     if prefix not in _loaders:
         _discover()
     if not _loaders:
-        raise BacepipeError(f"{policy}: learned policies need the train extra: {INSTALL_HINT}")
+        raise _named(policy, f"learned policies need the train extra: {INSTALL_HINT}")
     if prefix not in _loaders:
-        raise BacepipeError(
-            f"{policy}: unknown algorithm {prefix!r}; a learned policy is written algo:path "
-            f"with algo one of: {', '.join(sorted(_loaders))}"
+        raise _named(
+            policy,
+            f"unknown algorithm {shorten(repr(prefix), 30)}; a learned policy is written "
+            f"algo:path with algo one of: {', '.join(sorted(_loaders))}",
         )
-    return _loaders[prefix](policy)
+    try:
+        return _loaders[prefix](policy)
+    except OSError as err:
+        raise _unreadable(policy, err) from None
 
 
 def train_commands() -> list[str]:

@@ -3,8 +3,12 @@ resolution of its arguments (scenario source, placement policy, config mappings,
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import functools
-from collections.abc import Callable, Mapping
+import inspect
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -13,18 +17,21 @@ import numpy as np
 from ..core.scenario import Scenario
 from ..core.units import SECONDS_PER_HOUR
 from ..core.validate import require_float, require_int
-from ..errors import ValidationError
+from ..errors import MAX_FIELD_CHARS, MAX_VALUE_CHARS, ValidationError, choices, shorten
 from ..policies.registry import make_placement  # the one registry of placements
 from ..scenarios.generators import RandomScenarioGenerator, ScenarioSampler
-from ..scenarios.loader import list_scenarios
+from ..scenarios.loader import compile_scenario, list_scenarios
 
 __all__ = [
+    "ENTRY_KNOBS",
     "RESET_OPTIONS",
     "FixedScenario",
     "ObsScales",
     "RewardConfig",
     "ScenarioSource",
     "as_action_index",
+    "check_entries",
+    "check_keywords",
     "checked_scenario",
     "coerce_config",
     "make_generator",
@@ -34,11 +41,12 @@ __all__ = [
     "resolve_action",
     "resolve_max_queue",
     "resolve_max_regions",
+    "scenario_knob_names",
 ]
 
-#: What ``GeoPipeEnv(scenario)`` takes: a name or file path, ``"random"``, a Scenario, or a
-#: generator ``(np.random.Generator) -> Scenario``.
-ScenarioSource = str | Scenario | Callable[[np.random.Generator], Scenario]
+#: What ``GeoPipeEnv(scenario)`` takes: a name or file path (a string or any ``os.PathLike``),
+#: ``"random"``, a Scenario, or a generator ``(np.random.Generator) -> Scenario``.
+ScenarioSource = str | os.PathLike[str] | Scenario | Callable[[np.random.Generator], Scenario]
 
 C = TypeVar("C")
 
@@ -125,27 +133,159 @@ def make_generator(
 ) -> Callable[[np.random.Generator], Scenario]:
     """The episode generator of a scenario source (see :data:`ScenarioSource`).
 
-    ``scenario_knobs`` are :class:`ScenarioSampler`'s for a named scenario (``bandwidth_scale``,
-    ``gpu_scale``, ``n_jobs``, ``ignore_memory``, ``admission``, ``prices``, ``start_hour``,
-    ``egress_usd_per_gb``, ``load``), the :class:`RandomScenarioGenerator` fields for
-    ``"random"``.
+    ``scenario_knobs`` are :class:`ScenarioSampler`'s for a named scenario or a file
+    (``bandwidth_scale``, ``gpu_scale``, ``n_jobs``, ``ignore_memory``, ``admission``,
+    ``prices``, ``start_hour``, ``egress_usd_per_gb``, ``load``, ``outages``, ...), the
+    :class:`RandomScenarioGenerator` fields for ``"random"``. A file path may be any
+    ``os.PathLike``; it reaches the sampler unchanged. A list knob of the wrong shape or
+    types is a one-line error naming the knob and the entry.
     """
-    if scenario_knobs and not isinstance(scenario, str):
+    if scenario_knobs and not isinstance(scenario, (str, os.PathLike)):
         raise ValidationError(
             "scenario_knobs", sorted(scenario_knobs), "only apply to a named scenario"
         )
     if scenario == "random":
+        for name in _RANDOM_LISTS:
+            if name in scenario_knobs:
+                _check_list(name, scenario_knobs[name])
         return RandomScenarioGenerator(**scenario_knobs)
-    if isinstance(scenario, str):
-        key = _knobs_key(scenario_knobs) if scenario in list_scenarios() else None
-        if key is not None:
-            return _shared_sampler(scenario, key)
-        return ScenarioSampler(scenario, **scenario_knobs)  # a file (it may change) or lists
+    if isinstance(scenario, (str, os.PathLike)):
+        for name, fields in ENTRY_KNOBS.items():
+            if name in scenario_knobs:
+                check_entries(name, scenario_knobs[name], fields)
+        try:
+            if isinstance(scenario, str) and scenario in list_scenarios():
+                key = _knobs_key(scenario_knobs)
+                if key is not None:
+                    return _shared_sampler(scenario, key)
+            # a file (it may change), or knobs holding lists; a path goes on as given
+            source: Any = scenario  # the loader reads a str or any os.PathLike
+            return ScenarioSampler(source, **scenario_knobs)
+        except ValidationError as err:
+            raise _as_env_field(err) from None
     if isinstance(scenario, Scenario):
         return FixedScenario(scenario)
     if callable(scenario):
         return scenario
     raise ValidationError("scenario", scenario, "must be a name, a Scenario or a generator")
+
+
+#: The scenario knobs that take a list of entries (the faults, SPEC section 11) -> the fields
+#: of an entry, each a region name (``str``) or a number of hours or a factor (``float``).
+ENTRY_KNOBS: dict[str, tuple[tuple[str, type], ...]] = {
+    "outages": (("region", str), ("start_h", float), ("end_h", float)),
+    "link_changes": (
+        ("src", str),
+        ("dst", str),
+        ("factor", float),
+        ("start_h", float),
+        ("end_h", float),
+    ),
+}
+#: How the loader names an entry of a fault knob (the command line's flags) -> the knob's name.
+_LOADER_FIELDS = {"--outage[": "outages[", "--link-degrade[": "link_changes["}
+#: The random generator's knobs that take a list of values (its pairs check themselves).
+_RANDOM_LISTS = ("gpu_choices", "intra_gbps_choices")
+
+
+def _is_list(value: Any) -> bool:
+    """A list or tuple-like sequence, not a string (``"EU-West:0:1"`` is not a list)."""
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes, bytearray))
+
+
+def _is_number(value: Any) -> bool:
+    """A real number as :func:`~bacepipe_env.core.validate.require_float` takes it."""
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def _check_list(field: str, value: Any) -> None:
+    """A one-line error unless ``value`` is a list (or tuple) of numbers."""
+    if not _is_list(value):
+        raise ValidationError(field, value, "must be a list of numbers")
+
+
+def check_entries(field: str, value: Any, fields: tuple[tuple[str, type], ...]) -> None:
+    """A one-line error naming ``field`` (and the entry, ``outages[2].start_h``) unless
+    ``value`` is a list of tuples (or lists) with one value per ``fields`` entry, each a
+    string for a ``str`` field and a number for a ``float`` one.
+
+    Only the shape and the types are checked here; the scenario loader checks the rest (known
+    regions, ranges, end after start)."""
+    names = ", ".join(name for name, _ in fields)
+    if not _is_list(value):
+        raise ValidationError(field, value, f"must be a list of ({names}) tuples")
+    for i, entry in enumerate(value):
+        where = f"{field}[{i}]"
+        if not _is_list(entry):
+            raise ValidationError(where, entry, f"must be a ({names}) tuple")
+        if len(entry) != len(fields):
+            raise ValidationError(
+                where, entry, f"has {len(entry)} values; give {len(fields)}: ({names})"
+            )
+        for (name, kind), item in zip(fields, entry):
+            if kind is str and not isinstance(item, str):
+                raise ValidationError(f"{where}.{name}", item, "must be a region name")
+            if kind is float and not _is_number(item):
+                raise ValidationError(f"{where}.{name}", item, "must be a number")
+
+
+def _as_env_field(err: ValidationError) -> ValidationError:
+    """``err`` with a fault entry named as the env's knob (``outages[0].end_h``) rather than
+    the command line's flag (``--outage[0].end_h``), which the loader writes."""
+    for flag, knob in _LOADER_FIELDS.items():
+        if err.field.startswith(flag):
+            return type(err)(knob + err.field.removeprefix(flag), err.value, err.reason)
+    return err
+
+
+def scenario_knob_names(scenario: object) -> list[str]:
+    """The knobs a scenario source takes as keyword arguments: :class:`RandomScenarioGenerator`'s
+    fields for ``"random"``, :func:`compile_scenario`'s keywords for a name or a file, none for
+    a Scenario object or a generator."""
+    if scenario == "random":
+        return [
+            f.name
+            for f in dataclasses.fields(RandomScenarioGenerator)
+            if f.init and not f.name.startswith("_")
+        ]
+    if isinstance(scenario, (str, os.PathLike)):
+        params = inspect.signature(compile_scenario).parameters.values()
+        return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    return []
+
+
+#: The longest an unknown-keyword line may be (``bogus: unknown keyword; ... (got 1)``).
+_KEYWORD_LINE = 155
+
+
+def check_keywords(scenario: object, knobs: Mapping[str, Any], arguments: Sequence[str]) -> None:
+    """A one-line ValidationError naming the first keyword of ``knobs`` that is neither one of
+    the env's ``arguments`` nor a knob of ``scenario`` (:func:`scenario_knob_names`), with the
+    valid ones (a few of each, and the closest name when one is close); what ``gym.make(id,
+    bogus=1)`` raises instead of a 300-character TypeError."""
+    if not knobs:
+        return
+    known = scenario_knob_names(scenario)
+    for name, value in knobs.items():
+        if name in known:
+            continue
+        groups = [("env arguments: ", list(arguments))]
+        if known:
+            source = "'random'" if scenario == "random" else "the scenario"
+            groups.append((f"; knobs of {source}: ", known))
+        elif name in scenario_knob_names("random") + scenario_knob_names("paper"):
+            raise ValidationError(name, value, "a scenario knob: give a named scenario for it")
+        close = difflib.get_close_matches(name, [*arguments, *known], n=1)
+        start = f"unknown keyword{f' (did you mean {close[0]}?)' if close else ''}; "
+        used = len(shorten(name, MAX_FIELD_CHARS)) + len(shorten(repr(value), MAX_VALUE_CHARS))
+        room = _KEYWORD_LINE - used - len(start) - len(": (got )")
+        while groups and (room - sum(len(label) for label, _ in groups)) // len(groups) < 24:
+            groups.pop()  # a long keyword or value: fewer lists, the line stays short
+        if not groups:
+            raise ValidationError(name, value, start + "see help(GeoPipeEnv)")
+        limit = (room - sum(len(label) for label, _ in groups)) // len(groups)
+        parts = [label + choices(names, limit=limit) for label, names in groups]
+        raise ValidationError(name, value, start + "".join(parts))
 
 
 def _knobs_key(knobs: Mapping[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
@@ -194,7 +334,8 @@ def _from_generator(
 
 def resolve_action(action: Any, mask: np.ndarray, strict: bool) -> tuple[int, bool]:
     """``(slot, illegal)``: the action as an index if ``mask`` allows it, else (``strict``:
-    raise ValueError listing the legal actions) the first legal action, flagged illegal."""
+    raise ValueError listing the legal actions) the first legal action, flagged illegal. An
+    action that is not one integer is a ValidationError either way (:func:`as_action_index`)."""
     a = as_action_index(action)
     if 0 <= a < len(mask) and mask[a]:
         return a, False
@@ -204,15 +345,29 @@ def resolve_action(action: Any, mask: np.ndarray, strict: bool) -> tuple[int, bo
     return int(np.argmax(mask)), True
 
 
+#: What an action must be, as ``gymnasium.spaces.Discrete.contains`` takes it.
+_ACTION_TYPES = "an int, a numpy integer or a 0-d integer array"
+
+
 def as_action_index(action: Any) -> int:
-    """An integer action (Python or numpy int, or a one-element integer array); -1 (illegal)
-    for anything else, floats included: 1.5 is not a slot."""
+    """An integer action as an int: a Python int, a numpy integer scalar or a 0-d integer array
+    (what ``Discrete.contains`` accepts, and what SB3's vector envs, MaskablePPO and RLlib
+    pass). Anything else is a one-line ValidationError naming ``action``: a float (1.5 is not a
+    slot, nor is 1.0), a string, None, an array with a dimension (``[[0]]``, a batch of
+    actions given to one env), or a bool (which ``Discrete.contains`` would take as 0 or 1:
+    ``True`` for a slot is a bug, as for every count argument of the env). Whether the
+    integer is a legal slot is :func:`resolve_action`'s question."""
     if type(action) is int or isinstance(action, np.integer):  # the common case, fast
         return int(action)
-    arr = np.asarray(action)
-    if arr.size != 1 or not np.issubdtype(arr.dtype, np.integer):
-        return -1
-    return int(arr.reshape(-1)[0])
+    if isinstance(action, int) and not isinstance(action, bool):  # an IntEnum member
+        return int(action)
+    if isinstance(action, np.ndarray):
+        if action.ndim == 0 and np.issubdtype(action.dtype, np.integer):
+            return int(action)
+        what = f"an array of shape {action.shape}" if action.ndim else f"a 0-d {action.dtype} array"
+    else:
+        what = "None" if action is None else type(action).__name__
+    raise ValidationError("action", action, f"must be one integer ({_ACTION_TYPES}), not {what}")
 
 
 def hours_setting(field: str, value: Any, maximum: float = 1e6) -> float:

@@ -7,6 +7,7 @@ previews and :mod:`.render` the frames. See ``docs/environment.md``.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any, SupportsFloat
 
@@ -36,6 +37,7 @@ from .render import RenderSnapshot, capture, render_ansi, render_rgb
 from .reward import RewardFn, RewardMeter, RewardScales, RewardTerms, episode_info, make_reward
 
 __all__ = [
+    "ARGUMENTS",
     "INFO_LEVELS",
     "QUEUE_FEATURES",
     "REGION_FEATURES",
@@ -68,9 +70,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
       through Gymnasium's ``TimeLimit`` (``max_episode_steps``).
 
     Args:
-        scenario: a scenario name or file (sampled with a seed from ``np_random`` at each
-            reset), ``"random"``, a :class:`Scenario`, or a generator ``(Generator) -> Scenario``
-            with ``max_regions``/``max_jobs`` attributes; ``scenario_knobs`` configure a name.
+        scenario: a scenario name or file (a string or any ``os.PathLike``; sampled with a
+            seed from ``np_random`` at each reset), ``"random"``, a :class:`Scenario`, or a
+            generator ``(Generator) -> Scenario`` with ``max_regions``/``max_jobs`` attributes;
+            ``scenario_knobs`` configure a name or a file (any other keyword is a one-line
+            ValidationError naming it).
         placement: placement policy name or object (default ``"pathfinder"``).
         admission: ``"greedy"``, ``"finish-aware"``, ``"full"``, ``"announce-aware"`` or a
             rule (default: the scenario's). The mask offers the jobs whose placement fits in
@@ -152,6 +156,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         **scenario_knobs: Any,
     ) -> None:
         super().__init__()
+        cfg.check_keywords(scenario, scenario_knobs, ARGUMENTS)  # a typo: one line, not TypeError
         self.generator = cfg.make_generator(scenario, **scenario_knobs)
         self.placement = make_placement(placement)
         self.admission = None if admission is None else make_admission(admission)
@@ -246,7 +251,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         return self._observe(self.sim), self._info(RewardTerms())
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        """Place the job in window slot ``action`` (or wait), run to the next decision."""
+        """Place the job in window slot ``action`` (or wait), run to the next decision.
+
+        ``action`` is one integer, as ``Discrete.contains`` takes it (an int, a numpy integer
+        or a 0-d integer array; anything else is a ValidationError naming ``action``); an
+        illegal integer falls back or raises as ``illegal_action`` says."""
         sim = self._require_sim()
         if sim.done:
             raise RuntimeError("the episode is over: call reset()")
@@ -407,3 +416,12 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             "regions_down": sim.down_regions,
             **({"preemption": self._preemption} if self.preempt_window else {}),
         }
+
+
+#: The keyword arguments of :class:`GeoPipeEnv` itself (``scenario`` first); any other keyword
+#: must be a knob of the scenario.
+ARGUMENTS: tuple[str, ...] = tuple(
+    name
+    for name, p in inspect.signature(GeoPipeEnv.__init__).parameters.items()
+    if name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD
+)

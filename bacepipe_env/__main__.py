@@ -1,8 +1,7 @@
 """``python -m bacepipe_env``: the ``bacepipe`` command."""
 
-import sys
 
-from .cli import main
+from .cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -8,16 +8,18 @@ and the run's totals in hours, dollars and kg CO2e. Every input error prints one
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from . import __version__
+from . import __version__, outputs
 from .core.admission import ADMISSION_RULES
 from .core.faults import (
     DEFAULT_CHECKPOINT_INTERVAL_S,
@@ -45,6 +47,7 @@ from .experiments.runner import RAY_HINT, RayBackend, default_workers
 from .learned import (
     INSTALL_HINT,
     PRETRAINED,
+    check_model_file,
     is_learned,
     resolve_pretrained,
     scenario_env_id,
@@ -61,6 +64,7 @@ from .policies.registry import (
     split_policies,
 )
 from .scenarios import list_scenarios, load_scenario
+from .signals import exit_status, handle_signals
 
 __all__ = ["format_run", "main"]
 
@@ -926,7 +930,32 @@ def _experiment(args: argparse.Namespace) -> int:
     policies = _with_pretrained(_policies(args.policies), args.scenario)
     workers = _workers(args)
     out = Path(args.out)
-    outcomes = []
+    outcomes: list[Any] = []
+    with outputs.OutputSet(out, args.command, args.argv) as written:
+        _run_experiment(args, policies, seeds, knobs, workers, out, outcomes, written)
+    for outcome in outcomes:
+        for warning in outcome.warnings:
+            print(f"note: {warning}", file=sys.stderr)
+    files = [f for o in outcomes for f in o.files if "tfevents" not in f.name]
+    print(f"\nwrote {len(files)} files to {out}/: {', '.join(f.name for f in files)}")
+    if any("tfevents" in f.name for o in outcomes for f in o.files):
+        # compare, ablation and every sweep write HParams sessions there (the HParams tab)
+        print(f"TensorBoard: tensorboard --logdir {out / 'tb'}")
+    return 0
+
+
+def _run_experiment(
+    args: argparse.Namespace,
+    policies: list[str],
+    seeds: list[int],
+    knobs: dict[str, Any],
+    workers: int | RayBackend,
+    out: Path,
+    outcomes: list[Any],
+    written: outputs.OutputSet,
+) -> None:
+    """compare, ablation or sweep, its outcomes appended to ``outcomes``; each sweep kind's
+    files are committed as one set as soon as that kind is done."""
     if args.command in ("compare", "ablation"):
         title = None if args.command == "compare" else f"ablation: {args.scenario}"
         outcome = run_compare(
@@ -962,26 +991,20 @@ def _experiment(args: argparse.Namespace) -> int:
                 knobs=knobs,
                 workers=workers,
             )
+            written.commit(f"sweep-{kind}")
             knob = SWEEPS[kind][0]
             for value, stats in outcome.stats.items():
                 print(f"\n{kind} sweep, {knob} = {value:g}")
                 print(format_table(stats, outcome.reference))
             outcomes.append(outcome)
-    for outcome in outcomes:
-        for warning in outcome.warnings:
-            print(f"note: {warning}", file=sys.stderr)
-    files = [f for o in outcomes for f in o.files if "tfevents" not in f.name]
-    print(f"\nwrote {len(files)} files to {out}/: {', '.join(f.name for f in files)}")
-    if any("tfevents" in f.name for o in outcomes for f in o.files):
-        # compare, ablation and every sweep write HParams sessions there (the HParams tab)
-        print(f"TensorBoard: tensorboard --logdir {out / 'tb'}")
-    return 0
 
 
 def _reproduce(args: argparse.Namespace) -> int:
     _check_out(args.out)
     seeds = parse_seeds(args.seeds)
-    outcome = run_reproduce(Path(args.out), seeds, workers=_workers(args))
+    workers = _workers(args)
+    with outputs.OutputSet(args.out, "reproduction", args.argv):
+        outcome = run_reproduce(Path(args.out), seeds, workers=workers)
     for warning in outcome.warnings:
         print(f"note: {warning}", file=sys.stderr)
     n = len(CLAIMS)
@@ -1019,15 +1042,16 @@ def _online(args: argparse.Namespace) -> int:
     workers = _workers(args)
     out = Path(args.out)
     rule = _preemption_flag(args.preemption)
-    path = run_online(
-        out,
-        seeds=seeds,
-        loads=loads,
-        n_jobs=args.jobs,
-        policies=policies,  # None: the experiment's own default set
-        workers=workers,
-        preemption=rule,
-    )
+    with outputs.OutputSet(out, "online", args.argv):
+        path = run_online(
+            out,
+            seeds=seeds,
+            loads=loads,
+            n_jobs=args.jobs,
+            policies=policies,  # None: the experiment's own default set
+            workers=workers,
+            preemption=rule,
+        )
     print(f"wrote {path}")
     return 0
 
@@ -1052,15 +1076,18 @@ def _faults_experiment(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds)
     rates = parse_rates(args.rates)
     policies = _policies(args.policies)
-    path = run_faults(
-        Path(args.out),
-        seeds=seeds,
-        rates=rates,
-        policies=policies,
-        scenario=args.scenario,
-        workers=_workers(args),
-        preemption=_preemption_flag(args.preemption),
-    )
+    workers = _workers(args)
+    preemption = _preemption_flag(args.preemption)
+    with outputs.OutputSet(args.out, "faults", args.argv):
+        path = run_faults(
+            Path(args.out),
+            seeds=seeds,
+            rates=rates,
+            policies=policies,
+            scenario=args.scenario,
+            workers=workers,
+            preemption=preemption,
+        )
     print(f"wrote {path}")
     return 0
 
@@ -1088,8 +1115,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             policy_info(name)
         elif name.startswith(f"{PRETRAINED}:"):
             continue  # in the package: its loader names the shipped ones if it is not there
-        elif not Path(name.split(":", 1)[1]).is_file():
-            raise ValidationError("--policies", name, f"no model file at {name.split(':', 1)[1]}")
+        else:
+            try:
+                check_model_file(name)
+            except BacepipeError as err:
+                raise ValidationError(
+                    "--policies", name, getattr(err, "reason", str(err))
+                ) from None
     if args.reference is not None and args.reference.strip() not in (
         *policies,
         *(learned_display_name(p) for p in policies if is_learned(p)),
@@ -1144,17 +1176,11 @@ def _headroom(args: argparse.Namespace) -> int:
 
 def _write_json(path: str, text: str) -> None:
     """``text`` to stdout (``-``) or to ``path``, whole or not at all (a temporary file
-    renamed into place), with a one-line error when it cannot be written."""
+    renamed into place), with a one-line error naming ``--json`` when it cannot be written."""
     if path == "-":
         print(text)
         return
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        tmp.write_text(text + "\n", encoding="utf-8")
-        os.replace(tmp, target)
-    except OSError as err:
-        raise BacepipeError(f"cannot write {path}: {err.strerror}") from None
+    outputs.write_text(path, text + "\n", field="--json")
     print(f"\nwrote {path}")
 
 
@@ -1162,57 +1188,118 @@ def _error(err: BacepipeError) -> None:
     """Print ``err`` as the one ``bacepipe: error:`` line, under 200 characters whatever it
     holds (a ValidationError already is; a SimulationError listing many jobs is cut)."""
     text = str(err).replace("\r", " ").replace("\n", " ")
-    print(f"bacepipe: error: {shorten(text, 200 - len('bacepipe: error: '))}", file=sys.stderr)
+    _say(f"bacepipe: error: {shorten(text, 200 - len('bacepipe: error: '))}")
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr, if stderr can still be written (a hung-up terminal cannot)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _stop_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush cannot fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+#: What the one line says for each signal; the exit status is 128 + the signal's number.
+_STOPPED = {
+    signal.SIGINT: "bacepipe: interrupted",
+    signal.SIGTERM: "bacepipe: terminated (SIGTERM)",
+    signal.SIGHUP: "bacepipe: hung up (SIGHUP)",
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``bacepipe`` console script; returns the exit status."""
+    """Entry point of the ``bacepipe`` console script; returns the exit status.
+
+    Every way a run can end is one line at most: an error a user can cause (status 2), an
+    output that cannot be written (status 2, naming it), Ctrl-C (``bacepipe: interrupted``,
+    130), SIGTERM (143) and SIGHUP (129); worker processes and Ray tasks stop with the run."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["train"]:
-        try:
-            return _train(argv[1:])
-        except BacepipeError as err:
-            _error(err)
-            return 2
-    args = _parser().parse_args(argv)
     try:
-        if args.command == "scenarios":
-            names = list_scenarios()
-            width = max(map(len, names))
-            for name in names:
-                print(f"{name:{width}s}  {load_scenario(name).description}")
-            return 0
-        if args.command == "policies":
-            names = policy_names(include_oracles=True)
-            width = max(map(len, names))
-            for name in names:
-                print(f"{name:{width}s}  {policy_info(name).description}")
-            family = "rollout:<base>"
-            print(
-                f"{family:{width}s}  Rollout planner over any heuristic above "
-                "(settings: ,k=4,lookahead=submitted|announced:H|clairvoyant; docs/headroom.md)"
-            )
-            return 0
-        if args.command in ("compare", "sweep", "ablation"):
-            return _experiment(args)
-        if args.command == "reproduce":
-            return _reproduce(args)
-        if args.command == "online":
-            return _online(args)
-        if args.command == "faults":
-            return _faults_experiment(args)
-        if args.command == "evaluate":
-            return _evaluate(args)
-        if args.command == "headroom":
-            return _headroom(args)
-        return _simulate(args)
+        with handle_signals():
+            return _dispatch(argv)
+    except KeyboardInterrupt as stop:  # Ctrl-C, or SIGTERM / SIGHUP as Terminated
+        for s in _STOPPED:  # a second signal while the line is printed changes nothing
+            signal.signal(s, signal.SIG_IGN)
+        status = exit_status(stop)
+        _say(_STOPPED[signal.Signals(status - 128)])
+        return status
+
+
+def run() -> NoReturn:
+    """The ``bacepipe`` console script: :func:`main`'s status. A run stopped by a signal has
+    already cleaned up (workers stopped, outputs committed or discarded) when main returns,
+    so it leaves at once, without the interpreter's teardown (up to 2 s with torch loaded)."""
+    status = main()
+    if status >= 128:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(status)
+    sys.exit(status)
+
+
+def _dispatch(argv: list[str]) -> int:
+    """Run the command ``argv`` names; errors a user can cause become one line and status 2."""
+    try:
+        status = _command(argv)
+        sys.stdout.flush()  # a full device (`> /dev/full`) fails here, not at exit
+        return status
     except BacepipeError as err:
         _error(err)
         return 2
     except BrokenPipeError:  # the reader went away (`bacepipe ... | head`): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stop_stdout()
         return 0
+    except MemoryError:
+        _error(BacepipeError("out of memory: try fewer jobs, seeds or --workers"))
+        return 2
+    except OSError as err:  # a write to stdout or a file the run did not name
+        where = "stdout" if err.filename is None else str(err.filename)
+        _stop_stdout()
+        _error(BacepipeError(f"cannot write {shorten(where, 60)}: {err.strerror or err}"))
+        return 2
+
+
+def _command(argv: list[str]) -> int:
+    if argv[:1] == ["train"]:
+        return _train(argv[1:])
+    args = _parser().parse_args(argv)
+    args.argv = ["bacepipe", *argv]
+    if args.command == "scenarios":
+        names = list_scenarios()
+        width = max(map(len, names))
+        for name in names:
+            print(f"{name:{width}s}  {load_scenario(name).description}")
+        return 0
+    if args.command == "policies":
+        names = policy_names(include_oracles=True)
+        width = max(map(len, names))
+        for name in names:
+            print(f"{name:{width}s}  {policy_info(name).description}")
+        family = "rollout:<base>"
+        print(
+            f"{family:{width}s}  Rollout planner over any heuristic above "
+            "(settings: ,k=4,lookahead=submitted|announced:H|clairvoyant; docs/headroom.md)"
+        )
+        return 0
+    if args.command in ("compare", "sweep", "ablation"):
+        return _experiment(args)
+    if args.command == "reproduce":
+        return _reproduce(args)
+    if args.command == "online":
+        return _online(args)
+    if args.command == "faults":
+        return _faults_experiment(args)
+    if args.command == "evaluate":
+        return _evaluate(args)
+    if args.command == "headroom":
+        return _headroom(args)
+    return _simulate(args)
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

@@ -7,6 +7,7 @@ command-line front end can catch one type and print one line.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
@@ -95,5 +96,12 @@ class OneLineParser(argparse.ArgumentParser):
     the whole usage first, twenty lines for ``bacepipe train learn``)."""
 
     def error(self, message: str) -> NoReturn:
-        """Print the one line and exit with status 2."""
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        """Print the one line and exit with status 2 (a list of choices is cut to what fits:
+        ``unknown command 'bogus'; choose from simulate, scenarios, ... (8 more)``)."""
+        found = re.fullmatch(r"argument (\S+): invalid choice: (.*) \(choose from (.*)\)", message)
+        if found:
+            what, got, options = found.groups()
+            names = [o.strip().strip("'") for o in options.split(",")]
+            noun = "command" if what == "COMMAND" else f"{what} value"
+            message = f"unknown {noun} {got}; choose from {choices(names, 60)}"
+        self.exit(2, f"{self.prog}: error: {shorten(message, 150)} (see {self.prog} --help)\n")

@@ -22,7 +22,6 @@ import os
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from bacepipe_env import __version__  # noqa: E402
 from bacepipe_env.experiments.headroom import run_headroom  # noqa: E402
 from bacepipe_env.experiments.progress import Progress  # noqa: E402
+from bacepipe_env.signals import worker_pool  # noqa: E402
 from benchmarks.tables import splice  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "headroom.json"
@@ -84,7 +84,7 @@ def run(workers: int, only: str | None) -> None:
     done: dict[str, dict[str, Any]] = {}
     if only is not None and RESULTS.exists():
         done = {r.get("key", ""): r for r in json.loads(RESULTS.read_text())["rows"]}
-    with Progress(len(tasks), "rows", "headroom") as bar, ProcessPoolExecutor(workers) as pool:
+    with Progress(len(tasks), "rows", "headroom") as bar, worker_pool(workers) as pool:
         for row in pool.map(_task, *zip(*tasks)):
             done[row["key"]] = row
             bar.update()

@@ -35,7 +35,6 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,7 @@ from bacepipe_env.experiments.progress import Progress  # noqa: E402
 from bacepipe_env.experiments.stats import bootstrap_ci, paired_ratio_ci  # noqa: E402
 from bacepipe_env.learned import pretrained_dir  # noqa: E402
 from bacepipe_env.policies.registry import policy_info  # noqa: E402
+from bacepipe_env.signals import worker_pool  # noqa: E402
 from benchmarks.tables import splice  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "learned"
@@ -174,7 +174,7 @@ def evaluate(env_ids: list[str], episodes: int, heuristics_only: bool, workers: 
         runs = _run_dirs(env_id)
         specs = [f"maskable_ppo:{run / 'model.zip'}" for _, _, run in runs]
         start = time.perf_counter()
-        with ProcessPoolExecutor(max_workers=workers) as pool:  # one model per process
+        with worker_pool(workers) as pool:  # one model per process
             jobs = [pool.submit(_play, env_id, [spec], episodes) for spec in specs]
             learned = [row for job in jobs for row in job.result()[0]]
         wall = time.perf_counter() - start

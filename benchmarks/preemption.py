@@ -24,7 +24,6 @@ import math
 import platform
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from bacepipe_env import __version__  # noqa: E402
 from bacepipe_env.experiments.progress import Progress  # noqa: E402
 from bacepipe_env.experiments.stats import paired_ratio_ci  # noqa: E402
+from bacepipe_env.signals import worker_pool  # noqa: E402
 from benchmarks.tables import splice  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "preemption.json"
@@ -121,7 +121,7 @@ def run(worlds: list[str], workers: int, episodes: int | None) -> None:
         tasks += [(world, env_id, kwargs, HELD_OUT + i) for i in range(n)]
     start = time.perf_counter()
     bar = Progress(len(tasks), "episodes", "preemption", force=True)
-    with bar, ProcessPoolExecutor(max_workers=workers) as pool:
+    with bar, worker_pool(workers) as pool:
         for row in pool.map(_episode, *zip(*tasks)):
             rows.append(row)
             bar.update()

@@ -126,3 +126,60 @@ def test_any_error_is_printed_as_one_short_line(capsys):
     _error(SimulationError("jobs " + ", ".join(map(str, range(5000))) + "\ncan never start"))
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("bacepipe: error: jobs 0, 1, 2,") and len(line) <= 200
+
+
+def test_an_unknown_command_is_a_short_line(capsys):
+    """It listed all 12 commands in 216 characters; now the first few and how many more."""
+    with pytest.raises(SystemExit) as stop:
+        main(["bogus"])
+    assert stop.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("bacepipe: error: unknown command 'bogus'; choose from simulate, ")
+    assert line.endswith("more) (see bacepipe --help)") and len(line) <= 150, line
+
+
+def test_a_full_device_on_stdout_is_one_line():
+    """``bacepipe simulate > /dev/full``: an OSError traceback at exit before."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "bacepipe_env", "simulate", "--scenario", "fig1"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "bacepipe: error: cannot write stdout: No space left on device"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/nope/model.zip", "no model file there"),
+        ("/" + "a" * 5000, "cannot read: File name too long"),
+    ],
+)
+def test_a_learned_model_path_is_one_line_naming_policies(path, reason, capsys):
+    argv = ["evaluate", "--env-id", "bacepipe_env/GeoPipe-v2", "--policies", f"ppo:{path}"]
+    assert main([*argv, "--episodes", "1", "--first-seed", "0"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"bacepipe: error: --policies: {reason} (got 'ppo:/"), line
+    assert len(line) < 200
+
+
+@pytest.mark.parametrize("command", ["compare", "online", "faults", "reproduce"])
+def test_an_out_that_cannot_be_a_folder_is_one_line(command, capsys, tmp_path):
+    """An --out below a file, or too long for the OS: PermissionError and OSError
+    tracebacks before (an unwritable folder is the same line; root writes anywhere)."""
+    (tmp_path / "file").write_text("x")
+    for out, reason in (
+        (tmp_path / "file" / "out", "cannot create or open: "),
+        (tmp_path / ("a" * 300), "cannot create or open: File name too long"),
+    ):
+        assert main([command, "--seeds", "1", "--out", str(out)]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert line.startswith(f"bacepipe: error: --out: {reason}"), line

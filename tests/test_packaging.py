@@ -295,7 +295,7 @@ def test_wheel_metadata_licence_urls_and_entry_points(wheel: zipfile.ZipFile) ->
         assert f"\nProject-URL: {label}, https://github.com/bacepipe-env/bacepipe-env" in meta
     (ep_name,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     entry_points = wheel.read(ep_name).decode()
-    assert "bacepipe = bacepipe_env.cli:main" in entry_points
+    assert "bacepipe = bacepipe_env.cli:run" in entry_points
     assert f"[{learned.AGENT_ENTRY_POINTS}]" in entry_points
     for command in ("learn", "compare", "maskable_ppo", "ppo", "dqn"):
         assert f"{command} = bacepipe_env.train.{command}:main" in entry_points

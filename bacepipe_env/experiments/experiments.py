@@ -20,6 +20,7 @@ from ..core.limits import check_limit
 from ..core.validate import require_int
 from ..errors import BacepipeError, ValidationError
 from ..learned import is_learned, load_learned
+from ..outputs import remove
 from ..policies.registry import policy_info
 from ..scenarios.loader import load_scenario
 from .plots import bar_chart, sweep_chart
@@ -189,7 +190,7 @@ def _clear_events(tb_dir: Path, root: Path, suffix: str) -> None:
     old = [*root.rglob(f"events.out.tfevents.*.{suffix}"), *tb_dir.glob(f"*/*.{suffix}")]
     for path in old:
         if path.name.startswith("events.out.tfevents."):
-            path.unlink()
+            remove(path)  # at the run's commit: an interrupted run keeps the old sessions
     for folder in sorted((d for d in root.rglob("*") if d.is_dir()), reverse=True):
         if not any(folder.iterdir()):
             folder.rmdir()

@@ -22,6 +22,7 @@ from ..core.faults import DEFAULT_CHECKPOINT_INTERVAL_S, DEFAULT_RESTART_S
 from ..core.preemption import check_preemption
 from ..core.validate import require_float
 from ..errors import BacepipeError, ValidationError
+from ..outputs import save_figure, write_text
 from ..scenarios.loader import load_scenario
 from .experiments import check_policies, check_seeds
 from .plots import _pyplot
@@ -184,10 +185,10 @@ def run_faults(
     path = out / "faults.md"
     try:
         old = path.read_text(encoding="utf-8") if path.is_file() else None
-        path.write_text(splice(old, render_block(data)), encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) else str(err)
-        raise BacepipeError(f"cannot write {path}: {reason}") from None
+        raise BacepipeError(f"cannot read {path}: {reason}") from None
+    write_text(path, splice(old, render_block(data)))
     return path
 
 
@@ -344,6 +345,6 @@ def _chart(data: FaultRuns, path: Path) -> Path:
     fig.legend(handles, labels, loc="center right", frameon=False, fontsize=8)
     fig.suptitle(f"{data.scenario}: GPU failures, {len(data.seeds)} seeds", fontsize=10)
     fig.tight_layout(rect=(0.0, 0.0, 0.87, 1.0))
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return path

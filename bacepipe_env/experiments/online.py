@@ -21,6 +21,7 @@ from pathlib import Path
 from ..core.preemption import check_preemption
 from ..core.validate import require_float, require_int
 from ..errors import BacepipeError, ValidationError
+from ..outputs import save_figure, write_text
 from ..policies.registry import baseline_names
 from ..scenarios.loader import compile_scenario, load_scenario_spec
 from .experiments import check_policies, check_seeds, reference_policy
@@ -186,10 +187,10 @@ def run_online(
     path = out / "online.md"
     try:
         old = path.read_text(encoding="utf-8") if path.is_file() else None
-        path.write_text(splice(old, block), encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) else str(err)
-        raise BacepipeError(f"cannot write {path}: {reason}") from None
+        raise BacepipeError(f"cannot read {path}: {reason}") from None
+    write_text(path, splice(old, block))
     return path
 
 
@@ -474,6 +475,6 @@ def _chart(data: OnlineRuns, path: Path, what: str) -> Path:
         f"{SCENARIO}: {data.n_jobs} jobs per episode, {len(data.seeds)} seeds", fontsize=10
     )
     fig.tight_layout(rect=(0.0, 0.0, 0.87, 1.0))
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return path

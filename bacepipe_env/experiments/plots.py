@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BacepipeError
+from ..outputs import save_figure
 from .summary import PolicyStats
 
 __all__ = ["bar_chart", "grouped_bar_chart", "sweep_chart"]
@@ -46,7 +47,7 @@ def bar_chart(stats: Sequence[PolicyStats], path: Path, title: str, reference: s
     ax.set_title(title, fontsize=10)
     ax.legend(frameon=False, ncol=2, fontsize=9)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -79,7 +80,7 @@ def sweep_chart(
     axes[0].legend(frameon=False, fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -118,6 +119,6 @@ def grouped_bar_chart(
     axes[0].legend(frameon=False, fontsize=8, ncol=min(n, 4))
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
     return path

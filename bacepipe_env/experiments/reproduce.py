@@ -22,6 +22,7 @@ from ..core.simulator import JobRecord, RunResult
 from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB
 from ..core.units import GBPS_PER_BYTE_PER_S, hours
 from ..errors import BacepipeError, ScenarioError, ValidationError
+from ..outputs import write_text
 from ..policies import bace_pipe
 from ..policies.base import Policy
 from ..policies.registry import make_policy
@@ -1701,10 +1702,7 @@ def run_reproduce(
     images, warnings = _charts(rows, img)
     markdown = render_report(rows, ranking)
     report = out / "reproduction.md"
-    try:
-        report.write_text(markdown, encoding="utf-8")
-    except OSError as err:
-        raise BacepipeError(f"cannot write {report}: {err.strerror}") from None
+    write_text(report, markdown)
     return ReproduceOutcome(report, images, rows, failing_claims(rows), markdown, warnings)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import signal
 import socket
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..learned import is_learned, layout_kwargs, load_learned
 from ..policies.registry import make_policy
 from ..scenarios.generators import RandomScenarioGenerator
 from ..scenarios.loader import load_scenario
+from ..signals import Terminated, descendants, reclaim_signals, stop_pids, worker_pool
 from .progress import Progress
 from .stats import Estimate, estimate
 
@@ -253,7 +255,7 @@ def run_all(
                 bar.update()
             return results
         chunk = max(1, len(specs) // (workers * 8))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with worker_pool(workers) as pool:
             for summary in pool.map(run_one, specs, chunksize=chunk):
                 results.append(summary)
                 bar.update()
@@ -281,27 +283,18 @@ def _probe(address: str | None, timeout_s: float = 5.0) -> None:
 
 def _run_ray(specs: Sequence[RunSpec], backend: RayBackend, bar: Progress) -> list[RunSummary]:
     """The grid as Ray tasks of a few runs each, gathered back in the order of ``specs``."""
+    # Ray's C++ failure handler would print a stack trace on SIGTERM (read at import time)
+    os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
     try:
         import ray
     except ModuleNotFoundError:
         raise BacepipeError(f"the ray backend needs Ray: {RAY_HINT}") from None
     started = not ray.is_initialized()
-    if started:
-        where = "a local Ray instance" if backend.address is None else backend.address
-        _probe(backend.address)
-        try:
-            ray.init(
-                address=backend.address,
-                num_cpus=backend.num_cpus if backend.address is None else None,
-                include_dashboard=False,
-                log_to_driver=False,
-                logging_level="ERROR",
-                configure_logging=False,
-            )
-        except (ConnectionError, RuntimeError, ValueError) as err:
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise BacepipeError(f"cannot start or reach {where}: {first}") from None
+    waiting: list[Any] = []
+    leftovers: set[int] = set()
     try:
+        if started:
+            _init_ray(ray, backend)
         cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         size = max(1, len(specs) // (cpus * 8))  # about 8 tasks per CPU, as the local pool
         chunks = [list(specs[i : i + size]) for i in range(0, len(specs), size)]
@@ -310,12 +303,46 @@ def _run_ray(specs: Sequence[RunSpec], backend: RayBackend, bar: Progress) -> li
         sizes = {ref: len(chunk) for ref, chunk in zip(refs, chunks)}
         waiting = list(refs)
         while waiting:
-            ready, waiting = ray.wait(waiting, num_returns=1)
-            bar.update(sizes[ready[0]])
+            # a short timeout: signal handlers run between the calls, not after a whole task
+            ready, waiting = ray.wait(waiting, num_returns=1, timeout=0.1)
+            for ref in ready:
+                bar.update(sizes[ref])
         return [summary for ref in refs for summary in ray.get(ref)]
+    except BaseException:  # Ctrl-C, SIGTERM, an error: stop the tasks still running
+        if started:  # the local instance's processes, which a Ctrl-C reached too
+            leftovers = descendants()
+        for ref in waiting:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        raise
     finally:
         if started:
             ray.shutdown()
+            # what outlives the shutdown (Ray's agents, after a Ctrl-C) was asked to stop once
+            stop_pids(leftovers, grace_s=0.0)
+
+
+def _init_ray(ray: Any, backend: RayBackend) -> None:
+    """Start a local Ray instance or connect to ``backend.address``; one line if it fails."""
+    where = "a local Ray instance" if backend.address is None else backend.address
+    _probe(backend.address)
+    try:
+        ray.init(
+            address=backend.address,
+            num_cpus=backend.num_cpus if backend.address is None else None,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level="ERROR",
+            configure_logging=False,
+        )
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BacepipeError(f"cannot start or reach {where}: {first}") from None
+    except SystemExit as stop:  # ray.init's own SIGTERM handler exits with the signal
+        if stop.code == signal.SIGTERM:
+            raise Terminated(signal.SIGTERM) from None
+        raise
+    reclaim_signals()  # Ray's driver has put in its own SIGTERM handler
 
 
 def expand(

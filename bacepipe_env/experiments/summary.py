@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Sequence
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..outputs import write_text
 from .runner import RunSummary
 from .stats import Estimate, estimate
 
@@ -196,14 +198,16 @@ def format_table(stats: Sequence[PolicyStats], reference: str) -> str:
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
-    """Write dict rows to ``path`` (columns: union of keys, first-seen order)."""
+    """Write dict rows to ``path`` (columns: union of keys, first-seen order), whole or not
+    at all (:func:`bacepipe_env.outputs.write_text`)."""
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
+    buffer = io.StringIO(newline="")
+    writer = csv.DictWriter(buffer, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_text(path, buffer.getvalue())
 
 
 def write_json(path: Path, payload: Any) -> None:
@@ -220,4 +224,4 @@ def write_json(path: Path, payload: Any) -> None:
         return x
 
     text = json.dumps(clean(payload), indent=2, allow_nan=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    write_text(path, text + "\n")

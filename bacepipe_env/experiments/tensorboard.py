@@ -11,6 +11,7 @@ with ``tensorboard.backend.event_processing.event_accumulator.EventAccumulator``
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
@@ -22,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+
+from .. import outputs
 
 __all__ = ["MAX_RUN_COMPONENT", "Category", "Chart", "ScalarWriter", "run_component"]
 
@@ -210,7 +213,9 @@ class ScalarWriter:
             f"{os.getpid()}.{ScalarWriter._counter}{suffix}"
         )
         self.path = self.logdir / name
-        self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        # written beside its place and renamed there by close() (bacepipe_env.outputs)
+        self._target = outputs.target(self.path)
+        self._file = open(self._target.__enter__(), "wb")  # noqa: SIM115 - closed by close()
         self._write(_event(time.time(), 0, file_version="brain.Event:2"))
 
     def _write(self, data: bytes) -> None:
@@ -260,9 +265,17 @@ class ScalarWriter:
         self._file.flush()
 
     def close(self) -> None:
-        """Flush and close the event file."""
+        """Flush and close the event file, and move it into place."""
         if not self._file.closed:
             self._file.close()
+            self._target.__exit__(None, None, None)
+
+    def discard(self) -> None:
+        """Close the event file and remove it: the run it recorded did not finish."""
+        if not self._file.closed:
+            self._file.close()
+            with contextlib.suppress(_DiscardedError):
+                self._target.__exit__(_DiscardedError, _DiscardedError(), None)
 
     def __enter__(self) -> ScalarWriter:
         return self
@@ -273,4 +286,11 @@ class ScalarWriter:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        if exc_type is None:
+            self.close()
+        else:
+            self.discard()
+
+
+class _DiscardedError(Exception):
+    """Thrown into an event file's :func:`~bacepipe_env.outputs.target` to drop the file."""

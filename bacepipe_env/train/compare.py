@@ -18,7 +18,6 @@ is printed and saved as ``{logdir}/comparison.csv``.
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
@@ -34,6 +33,7 @@ from ..envs.agents import agent_env_kwargs, evaluate, make_agent
 from ..envs.registration import ENV_IDS
 from ..errors import BacepipeError, OneLineParser
 from ..experiments.stats import estimate
+from ..experiments.summary import write_csv
 from ..experiments.tensorboard import Category, Chart, ScalarWriter, run_component
 from ..policies.registry import split_policies
 from .config import env_slug
@@ -280,10 +280,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -
         )
     rows = compare(logdir, policies, args.env_id)
     out = logdir / "comparison.csv"
-    with open(out, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(out, rows)
     width = max(len(r["policy"]) for r in rows)
     for r in rows:
         ci = "" if math.isnan(r["avg_jct_h_ci95"]) else f" ± {r['avg_jct_h_ci95']:.2f}"

@@ -36,10 +36,12 @@ from stable_baselines3.common.logger import HParam, configure
 from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-from .. import __version__
+from .. import __version__, outputs
 from ..envs.agents import evaluate
 from ..errors import BacepipeError
 from ..experiments.progress import Progress
+from ..experiments.summary import write_csv
+from ..signals import stop_forkserver, stop_processes, worker_init
 from .config import TrainConfig, parse_config
 from .sb3 import ALGOS, SB3Agent, algo_class
 
@@ -259,13 +261,7 @@ def _merge_progress(path: Path, earlier: list[dict[str, str]]) -> None:
     if path.is_file():
         with open(path, newline="") as fh:
             later = list(csv.DictReader(fh))
-    columns: list[str] = []
-    for row in (*earlier, *later):
-        columns += [c for c in row if c not in columns]
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows([*earlier, *later])
+    write_csv(path, [*earlier, *later])
 
 
 def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, float]]]:
@@ -280,7 +276,20 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
     run_dir = (
         Path(resume) if resume else Path(cfg.logdir) / (cfg.run_name or cfg.default_run_name())
     )
-    run_dir.mkdir(parents=True, exist_ok=True)
+    # one run per folder at a time: a second `train learn` on it is refused with one line
+    with outputs.locked(run_dir, "--resume" if resume else "--run-name"):
+        return _train_in(cfg, run_dir, resume)
+
+
+def _in_worker(env: gym.Env) -> gym.Env:
+    """SubprocVecEnv's per-worker wrapper: only sets the worker process up to stop with its
+    leader (:func:`~bacepipe_env.signals.worker_init`); the env is returned as it is."""
+    worker_init()
+    return env
+
+
+def _train_in(cfg: TrainConfig, run_dir: Path, resume: str) -> tuple[Path, list[dict[str, float]]]:
+    """:func:`train`'s body, with ``run_dir`` locked."""
     wall_before, earlier_progress = 0.0, []
     if resume:
         if (run_dir / "config.json").is_file():
@@ -288,7 +297,8 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
         if (run_dir / "progress.csv").is_file():
             with open(run_dir / "progress.csv", newline="") as fh:
                 earlier_progress = list(csv.DictReader(fh))
-    (run_dir / "config.json").write_text(
+    outputs.write_text(
+        run_dir / "config.json",
         json.dumps(
             {
                 "train": cfg.to_json(),
@@ -304,7 +314,7 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
             },
             indent=2,
         )
-        + "\n"
+        + "\n",
     )
 
     env_id = f"bacepipe_env:{cfg.env_id}"  # workers import the package, whatever start method
@@ -315,6 +325,7 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
         seed=cfg.seed,
         vec_env_cls=vec_cls,
         env_kwargs=cfg.resolved_env_kwargs(),
+        wrapper_class=_in_worker if cfg.n_envs > 1 else None,
     )
     cls = algo_class(cfg.algo)
     ckpt = _latest_checkpoint(run_dir) if resume else None
@@ -337,20 +348,27 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
         callbacks.append(ProgressBar(cfg.total_timesteps, model.num_timesteps))
     remaining = max(0, cfg.total_timesteps - model.num_timesteps)
     start = time.perf_counter()
-    model.learn(
-        total_timesteps=remaining,
-        callback=CallbackList(callbacks),
-        reset_num_timesteps=ckpt is None,
-    )
+    try:
+        model.learn(
+            total_timesteps=remaining,
+            callback=CallbackList(callbacks),
+            reset_num_timesteps=ckpt is None,
+        )
+    except BaseException:  # Ctrl-C, SIGTERM, an error: the env workers stop now, not at exit
+        model.logger.close()  # what TensorBoard and progress.csv have not flushed yet
+        stop_processes(getattr(venv, "processes", ()))
+        stop_forkserver()
+        raise
     wall = time.perf_counter() - start
-    model.save(str(run_dir / "model.zip"))
+    with outputs.target(run_dir / "model.zip") as tmp:
+        model.save(str(tmp))
     venv.close()
     model.logger.close()
     _merge_progress(run_dir / "progress.csv", earlier_progress)
     with open(run_dir / "config.json") as fh:
         saved = json.load(fh)
     saved["wall_time_s"] = wall_before + wall
-    (run_dir / "config.json").write_text(json.dumps(saved, indent=2) + "\n")
+    outputs.write_text(run_dir / "config.json", json.dumps(saved, indent=2) + "\n")
     return run_dir, evaluator.history
 
 

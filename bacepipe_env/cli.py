@@ -774,7 +774,7 @@ def _faults(args: argparse.Namespace) -> dict[str, Any]:
                 raise ValidationError(
                     "--preempt-checkpoint",
                     args.preempt_checkpoint,
-                    f"must be seconds in [0, 1e7] or {LOSE_SINCE_CHECKPOINT}",
+                    f"must be seconds in [0, 10,000,000] or {LOSE_SINCE_CHECKPOINT}",
                 ) from None
     if args.max_preemptions is not None:
         knobs["max_preemptions"] = flag_number(

@@ -37,12 +37,12 @@ def test_seeds_are_bounded(seeds, capsys, tmp_path):
     ("argv", "start"),
     [
         (
-            ["simulate", "--scenario", "paper", "--jobs", "100001"],
-            "argument --jobs: must be a whole number in [1, 100,000] jobs, got '100001'",
+            ["simulate", "--scenario", "paper", "--jobs", "10000001"],
+            "argument --jobs: must be a whole number in [1, 10,000,000] jobs, got '10000001'",
         ),
         (
             ["simulate", "--scenario", "paper", "--jobs", "100000000"],
-            "argument --jobs: must be a whole number in [1, 100,000]",
+            "argument --jobs: must be a whole number in [1, 10,000,000]",
         ),
         (
             ["simulate", "--scenario", "paper", "--gpu-scale", "1e308"],
@@ -58,7 +58,7 @@ def test_seeds_are_bounded(seeds, capsys, tmp_path):
         ),
         (
             ["simulate", "--scenario", "paper", "--restart-s", "1e308"],
-            "--restart-s: must be a number in [0, 1e7] s (got '1e308')",
+            "--restart-s: must be a number in [0, 10,000,000] s (got '1e308')",
         ),
         (
             ["simulate", "--scenario", "paper", "--gpu-failure-rate", "2"],
@@ -74,7 +74,7 @@ def test_seeds_are_bounded(seeds, capsys, tmp_path):
         ),
         (
             ["sweep", "--kind", "jobs", "--values", "1e9", "--seeds", "1"],
-            "jobs values: must be in [1, 100,000] jobs (got 1000000000.0)",
+            "jobs values: must be in [1, 10,000,000] jobs (got 1000000000.0)",
         ),
         (
             ["compare", "--workers", "1000000000", "--seeds", "1"],

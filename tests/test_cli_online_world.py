@@ -48,11 +48,11 @@ BAD_FLAGS = {
     ("--start-hour", "noon"): f"--start-hour: {HOUR} (got 'noon')",
     ("--start-hour", "nan"): f"--start-hour: {HOUR} (got 'nan')",
     ("--prices", "monthly"): "--prices: choose from: flat, hourly (got 'monthly')",
-    ("--load", "-1"): "--load: must be a number in (0, 1,000] (got '-1')",
-    ("--load", "0"): "--load: must be a number in (0, 1,000] (got '0')",
-    ("--load", "nan"): "--load: must be a number in (0, 1,000] (got 'nan')",
-    ("--load", "inf"): "--load: must be a number in (0, 1,000] (got 'inf')",
-    ("--load", "high"): "--load: must be a number in (0, 1,000] (got 'high')",
+    ("--load", "-1"): "--load: must be a number in [0.001, 1,000] (got '-1')",
+    ("--load", "0"): "--load: must be a number in [0.001, 1,000] (got '0')",
+    ("--load", "nan"): "--load: must be a number in [0.001, 1,000] (got 'nan')",
+    ("--load", "inf"): "--load: must be a number in [0.001, 1,000] (got 'inf')",
+    ("--load", "high"): "--load: must be a number in [0.001, 1,000] (got 'high')",
     ("--egress", "-0.1"): "--egress: must be a number in (0, 1,000] $/GB (got '-0.1')",
     ("--egress", "0"): "--egress: must be a number in (0, 1,000] $/GB (got '0')",
     ("--egress", "nan"): "--egress: must be a number in (0, 1,000] $/GB (got 'nan')",
@@ -214,10 +214,10 @@ def test_online_passes_its_arguments(
 @pytest.mark.parametrize(
     "args,line",
     [
-        (["--loads", "0.4,-1"], "--loads: must be a number in (0, 1,000] (got '-1')"),
-        (["--loads", "0"], "--loads: must be a number in (0, 1,000] (got '0')"),
-        (["--loads", "nan"], "--loads: must be a number in (0, 1,000] (got 'nan')"),
-        (["--loads", "0.4,x"], "--loads: must be a number in (0, 1,000] (got 'x')"),
+        (["--loads", "0.4,-1"], "--loads: must be a number in [0.001, 1,000] (got '-1')"),
+        (["--loads", "0"], "--loads: must be a number in [0.001, 1,000] (got '0')"),
+        (["--loads", "nan"], "--loads: must be a number in [0.001, 1,000] (got 'nan')"),
+        (["--loads", "0.4,x"], "--loads: must be a number in [0.001, 1,000] (got 'x')"),
         (["--loads", ","], "--loads: give at least one offered load, e.g. 0.4,0.8 (got ',')"),
         (["--loads", "0.8,0.8"], "--loads: a load is listed twice (got '0.8,0.8')"),
         (["--seeds", "abc"], "--seeds: must be a count (10), a list (0,3,7) or a range (0-9) "),
@@ -274,12 +274,12 @@ def test_online_runs_the_experiment(tmp_path: Path, capsys: pytest.CaptureFixtur
     [
         (
             {"arrivals": "philly", "arrival_rate_per_h": -2.0},
-            "bacepipe: error: workload.arrival_rate_per_h: must be in (0, 1,000,000] jobs/h "
+            "bacepipe: error: workload.arrival_rate_per_h: must be in [1e-6, 1,000,000] jobs/h "
             "(got -2.0)",
         ),
         (
             {"arrivals": "poisson", "arrival_rate_per_h": 0},
-            "bacepipe: error: workload.arrival_rate_per_h: must be in (0, 1,000,000] jobs/h "
+            "bacepipe: error: workload.arrival_rate_per_h: must be in [1e-6, 1,000,000] jobs/h "
             "(got 0)",
         ),
         (

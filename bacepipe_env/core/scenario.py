@@ -12,6 +12,7 @@ from .admission import ADMISSION_RULES
 from .cluster import Cluster
 from .faults import FaultModel
 from .job import Job
+from .limits import MAX_JOBS
 from .memory import layers_per_stage
 from .perf import JobProfile, ProfileCache
 from .preemption import check_preemption
@@ -67,6 +68,10 @@ class Scenario:
         jobs = tuple(self.jobs)
         if not jobs:
             raise ScenarioError("jobs", [], "a scenario needs at least one job")
+        if len(jobs) > MAX_JOBS:  # the builders refuse it before building; a backstop
+            raise ScenarioError(
+                "jobs", len(jobs), f"a scenario holds at most {MAX_JOBS:,} jobs (MAX_JOBS)"
+            )
         ids = [j.job_id for j in jobs]
         if len(set(ids)) != len(ids):
             dupes = sorted({i for i in ids if ids.count(i) > 1})

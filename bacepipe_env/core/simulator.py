@@ -36,6 +36,7 @@ from ..errors import PlacementError, SimulationError, ValidationError, choices
 from .admission import AdmissionRule, make_admission
 from .cluster import Cluster
 from .faults import Attempt, FaultModel
+from .limits import HORIZON_H, HORIZON_S, MEMO_CELLS
 from .network import network_utilization_rows
 from .perf import JobProfile, electricity_cost, iteration_time, placement_comm_times
 from .placement import Placement
@@ -73,6 +74,9 @@ _DEFAULT_RECOVERY = FaultModel()
 #: The most entries each shared memo keeps (placements by state, iteration times).
 _MEMO_SIZE = 65536
 _MISSING = object()
+#: From this many regions on, the residual bandwidth view caches its hash (:class:`_Rows`);
+#: below, hashing a plain tuple of K^2 floats in C is as fast.
+_HASHED_FROM = 16
 #: From this many pending jobs on, a decision's candidates are filtered with numpy (the same
 #: tuple, in the same order; below it the plain loop is faster).
 _VECTOR_QUEUE = 48
@@ -301,6 +305,21 @@ class RunResult:
         }
 
 
+class _Rows(tuple):  # type: ignore[type-arg]
+    """A tuple that computes its hash once: the residual bandwidth view and its rows, which the
+    placement memo hashes at every decision. A plain tuple's hash is recomputed at every lookup
+    (K^2 floats: 1.3 ms a decision at 256 regions); a view's is worked out once from its rows'
+    own cached hashes, so a decision costs one hash per changed row and K for the view. Equal
+    to, and hashing like, the plain tuple of the same values."""
+
+    def __hash__(self) -> int:
+        cached = self.__dict__
+        h: int | None = cached.get("h")
+        if h is None:
+            h = cached["h"] = tuple.__hash__(self)
+        return h
+
+
 @dataclass(frozen=True)
 class Release:
     """The cluster right after the next GPU release: every running job finishing at ``time``
@@ -471,6 +490,12 @@ class Simulator:
         # submission order, (submit time, id): the arrivals' order and the pending queue's
         self._order = sorted(self._jobs.values(), key=lambda j: (j.submit_time, j.job_id))
         self._rank = {j.job_id: i for i, j in enumerate(self._order)}
+        last = self._order[-1]
+        if last.submit_time > HORIZON_S:  # built by hand: the builders refuse it earlier
+            raise SimulationError(
+                f"job {last.job_id} ({last.name}) is submitted at {_hours_text(last.submit_time)}, "
+                f"past the simulation horizon of {HORIZON_H:,.0f} h (HORIZON_H)"
+            )
         self._capacity_rows = scenario.cluster.bandwidth_rows
         self._capacity_total = scenario.cluster.link_capacity
         self._prices = list(scenario.cluster.prices)
@@ -492,6 +517,12 @@ class Simulator:
         self._columns: tuple[np.ndarray, np.ndarray] | None = None  # see priority_columns
         self._price_array: np.ndarray | None = None  # see placement_arrays
         self._need: np.ndarray | None = None  # see _need_array
+        # the residual view's rows: hashed once on a large cluster (see _Rows)
+        k = scenario.cluster.n_regions
+        self._rows_type: type[tuple[Any, ...]] = _Rows if k >= _HASHED_FROM else tuple
+        # the placement memo's states: each key holds K free GPUs and K residual rows, so a
+        # large cluster keeps fewer (16,384 at 256 regions; core.limits.MEMO_CELLS values)
+        self._memo_size = max(1024, min(_MEMO_SIZE, MEMO_CELLS // k))
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -574,11 +605,11 @@ class Simulator:
     def residual_rows(self) -> tuple[tuple[float, ...], ...]:
         """Residual bandwidth ``B - reserved`` (bytes/s) as nested tuples; row u, column v."""
         if self._residual_view is None:
-            rows = self._row_views
+            rows, make = self._row_views, self._rows_type
             for u, row in enumerate(rows):
                 if row is None:
-                    rows[u] = tuple(self._residual[u])
-            self._residual_view = tuple(rows)  # type: ignore[arg-type]  # no None is left
+                    rows[u] = make(self._residual[u])
+            self._residual_view = make(rows)  # no None is left
         return self._residual_view
 
     def placement_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -778,7 +809,8 @@ class Simulator:
                 residual[u] = list(residual[u])
             left = [b for j, b in self._link_jobs[(u, v)].items() if j not in done]
             residual[u][v] = self._capacity_now[u][v] - (math.fsum(left) if left else 0.0)
-        rows = tuple(row if isinstance(row, tuple) else tuple(row) for row in residual)
+        make = self._rows_type
+        rows = make(row if isinstance(row, tuple) else make(row) for row in residual)
         return Release(t, tuple(free), rows)
 
     def placement_on(self, job_id: int, state: Release) -> Placement | None:
@@ -811,7 +843,7 @@ class Simulator:
             p = None
         if policy.pure:
             memo[key] = p
-            if len(memo) > _MEMO_SIZE:
+            if len(memo) > self._memo_size:
                 del memo[next(iter(memo))]  # the oldest first
         return p
 
@@ -1551,10 +1583,22 @@ class Simulator:
         )
         if self._attempts_on:
             self._begin_attempt(job_id, run, prof)
+        if run.finish > HORIZON_S:  # one comparison per start: the clock stays in range
+            self._past_horizon(job_id, run)
         run.token = self._seq
         self._running[job_id] = run
         self._cost_rates[job_id] = run.cost_rate
         self._push(run.finish, _COMPLETION, job_id)
+
+    def _past_horizon(self, job_id: int, run: _Running) -> None:
+        """Stop the run: ``run`` would end after the simulation horizon (SimulationError)."""
+        job, n = self._jobs[job_id], run.placement.n_gpus
+        raise SimulationError(
+            f"job {job_id} ({job.name}) would finish at {_hours_text(run.finish)}, past the "
+            f"simulation horizon of {HORIZON_H:,.0f} h (HORIZON_H): it runs from "
+            f"{_hours_text(run.start)} on {n} GPU{'' if n == 1 else 's'} for "
+            f"{_hours_text(run.finish - run.start)}; shorten the workload"
+        )
 
     def _release(self, job_id: int, run: _Running) -> None:
         """Give back a running attempt's GPUs and bandwidth."""
@@ -1722,8 +1766,10 @@ class Simulator:
         """The first failure among the attempt's GPUs from ``now`` on (each GPU fails at
         ``rate`` per hour, memoryless), drawn from the run's generator and queued."""
         mean = SECONDS_PER_HOUR / (rate * run.placement.n_gpus)
-        self._push_fault(now + float(self._rng.exponential(mean)), ("fail", job_id))
-        self._actions[-1] = ("fail", job_id, run.attempt_id)
+        t = now + float(self._rng.exponential(mean))
+        if t > HORIZON_S:  # after the attempt's end (finishes are within the horizon): stale
+            return
+        self._push_fault(t, ("fail", job_id, run.attempt_id))
 
     def _stale(self, event: tuple[float, int, int, int]) -> bool:
         """Whether a queued event no longer applies: a completion that an interruption or a
@@ -1800,6 +1846,8 @@ class Simulator:
             run.segments.append((now, left, t_iter))
             run.finish = now + left * t_iter
         run.execution = run.finish - run.start
+        if run.finish > HORIZON_S:  # a slowed link stretched it past the horizon
+            self._past_horizon(job_id, run)
         run.token = self._seq
         self._push(run.finish, _COMPLETION, job_id)
 
@@ -1919,6 +1967,12 @@ def lookahead_horizon(lookahead: str) -> float:
     raise ValidationError(
         "lookahead", lookahead, "choose submitted, announced:H (hours, 0-1e6) or clairvoyant"
     )
+
+
+def _hours_text(seconds: float) -> str:
+    """Seconds as hours for an error line: ``1,234,568 h``, or ``1.23e+301 h`` when huge."""
+    h = seconds / SECONDS_PER_HOUR
+    return f"{h:,.1f} h" if abs(h) < 1e12 else f"{h:.3g} h"
 
 
 def _check_finite(result: RunResult) -> None:

@@ -25,6 +25,12 @@
     an offered load) mean what it says for every episode. A window of only zero gaps (possible
     for tiny ``n``) is scaled by the trace's mean rate instead.
 
+No arrival may come after the simulation horizon
+(:data:`~bacepipe_env.core.limits.HORIZON_H`, 1,000,000 h): :func:`check_arrival_span` refuses a
+count and rate whose stream would span past it, before anything is drawn, and
+:func:`arrival_times` refuses a drawn stream that does (a Poisson draw can run longer than its
+mean), naming the input the rate came from.
+
 The gaps ship with the package as ``bacepipe_env/data/philly-interarrivals.csv``, a table
 derived from petuum/adaptdl's ``simulator/traces/philly.csv`` (itself derived from
 msr-fiddle/philly-traces; CC-BY-4.0) by sorting all submission timestamps and differencing
@@ -36,15 +42,18 @@ from __future__ import annotations
 import functools
 import math
 from importlib import resources
+from typing import Any
 
 import numpy as np
 
+from ..core.limits import HORIZON_H
 from ..core.validate import require_float, require_int
 from ..errors import ScenarioError
 
 __all__ = [
     "ARRIVAL_PROCESSES",
     "arrival_times",
+    "check_arrival_span",
     "interarrival_cv",
     "philly_gaps",
     "philly_rate_per_h",
@@ -83,6 +92,41 @@ def philly_rate_per_h() -> float:
     return float(gaps.size / gaps.sum() * _SECONDS_PER_HOUR)
 
 
+def _hours(h: float) -> str:
+    """Hours for an error line: ``2,000,000 h``, ``1.5e+301 h``, or beyond float range."""
+    if not math.isfinite(h):
+        return "beyond float range"
+    return f"{h:,.0f} h" if h < 1e12 else f"{h:.3g} h"
+
+
+def check_arrival_span(
+    n: int,
+    rate_per_h: float,
+    *,
+    start_h: float = 0.0,
+    horizon_h: float | None = None,
+    source: tuple[str, Any] | None = None,
+) -> None:
+    """Refuse ``n`` arrivals at ``rate_per_h`` per hour from ``start_h`` whose stream would
+    pass the simulation horizon (:data:`~bacepipe_env.core.limits.HORIZON_H`): they span
+    ``(n - 1) / rate_per_h`` hours on average (exactly, for ``philly``), cut at
+    ``start_h + horizon_h`` when a horizon is given. The one-line ScenarioError names
+    ``source``, the ``(field, value)`` the rate came from (default ``("rate_per_h", rate)``),
+    so that a rate set from an offered load names the load."""
+    end = start_h + (n - 1) / rate_per_h if n > 1 else start_h
+    if horizon_h is not None:
+        end = min(end, start_h + horizon_h)
+    if end > HORIZON_H:
+        field, value = ("rate_per_h", rate_per_h) if source is None else source
+        since = f" from {start_h:,.0f} h" if start_h else ""
+        raise ScenarioError(
+            field,
+            value,
+            f"{n:,} arrivals at {rate_per_h:.4g} jobs/h{since} would end at {_hours(end)}, "
+            f"past the simulation horizon ({HORIZON_H:,.0f} h): raise the rate or load",
+        )
+
+
 def arrival_times(
     process: str,
     n: int,
@@ -91,6 +135,7 @@ def arrival_times(
     *,
     start_h: float = 0.0,
     horizon_h: float | None = None,
+    source: tuple[str, Any] | None = None,
 ) -> np.ndarray:
     """Return up to ``n`` nondecreasing job submission times in hours, the first at ``start_h``.
 
@@ -100,11 +145,17 @@ def arrival_times(
     ``start_h + horizon_h`` are kept, so fewer than ``n`` may come back, but never fewer than
     one: the first arrival is always at ``start_h``. ``rng`` is consumed the same way whatever
     the horizon, so cutting a stream keeps a prefix of the uncut one.
+
+    No time passes the simulation horizon (:data:`~bacepipe_env.core.limits.HORIZON_H`):
+    ``start_h`` is at most that, a count and rate whose stream would pass it on average are
+    refused before drawing (:func:`check_arrival_span`), and so is a drawn stream that does;
+    the one-line ScenarioError names ``source`` (``(field, value)``: where the rate came from,
+    a scenario's ``workload.arrival_rate_per_h`` or ``workload.load``), else ``rate_per_h``.
     """
     if not isinstance(process, str) or process not in ARRIVAL_PROCESSES:
         raise ScenarioError("process", process, f"must be one of {', '.join(ARRIVAL_PROCESSES)}")
     n = require_int("n", n, minimum=1)
-    start_h = require_float("start_h", start_h, minimum=0.0)
+    start_h = require_float("start_h", start_h, minimum=0.0, maximum=HORIZON_H)
     if horizon_h is not None:
         horizon_h = require_float("horizon_h", horizon_h, positive=True)
     if not isinstance(rng, np.random.Generator):
@@ -116,6 +167,7 @@ def arrival_times(
         if rate_per_h is None:
             raise ScenarioError("rate_per_h", None, f"is required for {process} arrivals")
         rate = require_float("rate_per_h", rate_per_h, positive=True)
+        check_arrival_span(n, rate, start_h=start_h, horizon_h=horizon_h, source=source)
         if process == "poisson":
             # exactly ScenarioTemplate._draw's draw, for bit-identical streams
             gaps = rng.exponential(1.0 / rate, size=n)
@@ -137,6 +189,14 @@ def arrival_times(
     if horizon_h is not None:
         keep = int(np.searchsorted(times, start_h + horizon_h, side="left"))
         times = times[: max(keep, 1)]
+    if times[-1] > HORIZON_H:  # a draw longer than its mean (the mean was checked above)
+        field, value = ("rate_per_h", rate_per_h) if source is None else source
+        raise ScenarioError(
+            field,
+            value,
+            f"the {len(times):,} arrivals drawn end at {_hours(float(times[-1]))}, past the "
+            f"simulation horizon ({HORIZON_H:,.0f} h): raise the rate or load",
+        )
     return times
 
 

@@ -8,6 +8,7 @@ A generator is any callable ``(numpy.random.Generator) -> Scenario`` with ``max_
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from ..core.admission import ADMISSION_RULES
 from ..core.cluster import Cluster, Region
 from ..core.job import Job
+from ..core.limits import HORIZON_H, HORIZON_S, check_limit, check_memory
 from ..core.memory import memory_floor
 from ..core.perf import ProfileCache, profile_job
 from ..core.preemption import check_preemption
@@ -23,6 +25,7 @@ from ..core.scenario import Scenario, check_announce_h
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s
 from ..core.validate import require_float, require_int
 from ..errors import ScenarioError, ValidationError
+from .arrivals import check_arrival_span
 from .loader import (
     ScenarioTemplate,
     build_scenario,
@@ -60,7 +63,7 @@ def synthetic_scenario(
     GPUs busy).
     """
     n_regions = require_int("n_regions", n_regions, minimum=1)
-    n_jobs = require_int("n_jobs", n_jobs, minimum=1)
+    n_jobs = check_limit("workload.n_jobs", n_jobs, field="n_jobs")
     seed = require_int("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)
     lo_p = require_float("price_range[0]", price_range[0], minimum=0.0)
@@ -108,7 +111,7 @@ class ScenarioSampler:
     profiles are shared across calls. The keyword arguments are :func:`compile_scenario`'s.
     """
 
-    def __init__(self, source: str = "paper", **knobs: Any) -> None:
+    def __init__(self, source: str | os.PathLike[str] = "paper", **knobs: Any) -> None:
         self.source = source
         self.template = compile_scenario(load_scenario_spec(source), **check_knobs(knobs))
         self._profiles = ProfileCache()
@@ -137,6 +140,13 @@ class RandomScenarioGenerator:
     that constraint (6) sometimes binds, as on measured WAN links); ``n_jobs`` jobs drawn from
     the paper's Table III models and datasets; with probability ``p_batch`` all jobs arrive at
     t = 0, otherwise as a Poisson process at a rate uniform in ``arrival_rate_per_h``.
+
+    ``n_jobs`` and ``arrival_rate_per_h`` are ranges inside ``LIMITS["workload.n_jobs"]``
+    (at most 10,000,000 jobs) and ``LIMITS["workload.arrival_rate_per_h"]``; a generator whose
+    largest, slowest workload would arrive past the simulation horizon
+    (:data:`~bacepipe_env.core.limits.HORIZON_H`), or whose largest one the machine's free
+    memory cannot hold (:func:`~bacepipe_env.core.limits.check_memory`), is refused when it
+    is made, and an episode whose Poisson draw runs past the horizon when it is drawn.
 
     ``carbon_range`` (gCO2e/kWh), when given, draws each region's flat carbon intensity
     uniformly in it, after every other draw, so that the episodes are otherwise those of the
@@ -175,18 +185,27 @@ class RandomScenarioGenerator:
             value = getattr(self, name)
             if not isinstance(value, (tuple, list)) or len(value) != 2:
                 raise ScenarioError(name, value, "must be a (low, high) pair")
-        for name in ("n_regions", "n_jobs"):
-            lo, hi = getattr(self, name)
-            require_int(f"{name}[0]", lo, minimum=1)
-            require_int(f"{name}[1]", hi, minimum=lo)
-        for name in ("price_range", "bandwidth_gbps", "arrival_rate_per_h"):
+        require_int("n_regions[0]", self.n_regions[0], minimum=1)
+        require_int("n_regions[1]", self.n_regions[1], minimum=self.n_regions[0])
+        # the simulator's job limit, on both ends (the largest is what the memory must hold)
+        fewest = check_limit("workload.n_jobs", self.n_jobs[0], field="n_jobs[0]")
+        most = check_limit("workload.n_jobs", self.n_jobs[1], field="n_jobs[1]")
+        require_int("n_jobs[1]", most, minimum=fewest)
+        for name in ("price_range", "bandwidth_gbps"):
             lo, hi = getattr(self, name)
             require_float(f"{name}[0]", lo, minimum=0.0)
             require_float(f"{name}[1]", hi, minimum=lo)
         require_float("bandwidth_gbps[0]", self.bandwidth_gbps[0], positive=True)
         # a rate of 0 would mean no arrivals at all: inter-arrival times of 1 / 0
-        require_float("arrival_rate_per_h[0]", self.arrival_rate_per_h[0], positive=True)
+        slowest, fastest = self.arrival_rate_per_h
+        slowest = check_limit("workload.arrival_rate_per_h", slowest, field="arrival_rate_per_h[0]")
+        fastest = check_limit("workload.arrival_rate_per_h", fastest, field="arrival_rate_per_h[1]")
+        require_float("arrival_rate_per_h[1]", fastest, minimum=slowest)
         require_float("p_batch", self.p_batch, minimum=0.0, maximum=1.0)
+        if self.p_batch < 1.0:  # the most jobs at the slowest rate: within the horizon?
+            source = ("arrival_rate_per_h[0]", self.arrival_rate_per_h[0])
+            check_arrival_span(most, slowest, source=source)
+        check_memory(most, self.n_regions[1], field="n_jobs[1]")
         if self.carbon_range is not None:
             lo, hi = self.carbon_range
             require_float("carbon_range[0]", lo, minimum=0.0)
@@ -250,7 +269,15 @@ class RandomScenarioGenerator:
             rate = float(rng.uniform(*self.arrival_rate_per_h))
             gaps = rng.exponential(1.0 / rate, size=n)
             gaps[0] = 0.0
-            submits = (np.cumsum(gaps) * SECONDS_PER_HOUR).tolist()
+            times = np.cumsum(gaps) * SECONDS_PER_HOUR
+            if times[-1] > HORIZON_S:  # a draw longer than its mean (the mean was checked)
+                raise ScenarioError(
+                    "arrival_rate_per_h",
+                    rate,
+                    f"this episode's {n:,} arrivals end at {times[-1] / 3600:,.0f} h, past the "
+                    f"simulation horizon ({HORIZON_H:,.0f} h): raise the rate",
+                )
+            submits = times.tolist()
         carbon = [0.0] * k
         if self.carbon_range is not None:  # the last draw: the rest of the episode is unchanged
             carbon = rng.uniform(*self.carbon_range, size=k).tolist()

@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 import json
 import math
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ from ..core.faults import (
     PriceChange,
 )
 from ..core.job import Job, ModelSpec, TrainingConstants
-from ..core.limits import LIMITS, check_limit, check_matrix
+from ..core.limits import LIMITS, check_limit, check_matrix, check_memory
 from ..core.perf import ProfileCache, profile_job
 from ..core.preemption import check_preemption
 from ..core.scenario import Scenario, check_announce_h
@@ -43,7 +44,7 @@ from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODEL
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
 from ..core.validate import require_float, require_square_matrix, require_str
 from ..errors import ScenarioError, ValidationError, choices
-from .arrivals import ARRIVAL_PROCESSES, arrival_times
+from .arrivals import ARRIVAL_PROCESSES, arrival_times, check_arrival_span
 
 __all__ = [
     "BUILTIN_SCENARIOS",
@@ -60,7 +61,9 @@ __all__ = [
 ]
 
 BUILTIN_SCENARIOS = ("fig1", "paper", "paper-aws", "online")
-#: The largest scenario file read: 64 MB holds an explicit list of 100,000 jobs many times.
+#: The largest scenario file read: 64 MB holds an explicit list of about 1.3 million jobs
+#: written compactly (``{"model":"Qwen2.5-14B","dataset":"Alpaca-52k"}``, 48 bytes a job); a
+#: longer workload is a workload rule, or a job list given as a mapping from Python.
 MAX_SCENARIO_BYTES = 64_000_000
 
 _TOP_KEYS = {
@@ -139,24 +142,55 @@ def list_scenarios() -> list[str]:
     return list(BUILTIN_SCENARIOS)
 
 
-def load_scenario_spec(source: str | Path) -> dict[str, Any]:
-    """Read a built-in scenario by name, or a ``.json`` / ``.toml`` file by path, unvalidated."""
+def _source_text(source: Any) -> str:
+    """A scenario source as text: a name or a path (a str or any ``os.PathLike``, bytes paths
+    decoded as the OS does), else a one-line ScenarioError naming ``scenario``."""
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
+    if isinstance(source, bytes):
+        source = os.fsdecode(source)
+    if not isinstance(source, str):
+        raise ScenarioError(
+            "scenario", source, "must be a built-in name, a file path or a parsed mapping"
+        )
+    return source
+
+
+def _cannot_read(path: str, err: OSError | UnicodeDecodeError) -> ScenarioError:
+    """The one-line error for a scenario file the OS cannot read (its name too long, a
+    folder, no permission, not UTF-8), naming ``scenario`` and the path."""
+    if isinstance(err, UnicodeDecodeError):
+        why = f"not UTF-8 text ({err.reason} at byte {err.start:,})"
+    else:
+        why = err.strerror or type(err).__name__
+    return ScenarioError("scenario", path, f"cannot read: {why}")
+
+
+def load_scenario_spec(source: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a built-in scenario by name, or a ``.json`` / ``.toml`` file by path (a string or
+    any ``os.PathLike``), unvalidated. A file the OS cannot read is a one-line ScenarioError
+    naming ``scenario`` (``scenario: cannot read: File name too long (got '/aaa...')``)."""
     text: str
     origin: str
-    if isinstance(source, str) and source in BUILTIN_SCENARIOS:
-        origin = f"built-in scenario {source!r}"
-        text = resources.files(__package__).joinpath(f"data/{source}.json").read_text("utf-8")
+    name = _source_text(source)
+    if name in BUILTIN_SCENARIOS and not isinstance(source, os.PathLike):
+        origin = f"built-in scenario {name!r}"
+        text = resources.files(__package__).joinpath(f"data/{name}.json").read_text("utf-8")
         suffix = ".json"
     else:
-        path = Path(source)
-        if not path.is_file():
+        path = Path(name)
+        origin = name
+        try:
+            found = path.is_file()
+        except OSError as err:  # a name too long, a loop of links, ...: the OS refuses it
+            raise _cannot_read(origin, err) from None
+        if not found:
             raise ScenarioError(
                 "scenario",
-                str(source),
+                name,
                 f"no built-in scenario or file by that name; built-ins: "
                 f"{', '.join(BUILTIN_SCENARIOS)}",
             )
-        origin = str(path)
         suffix = path.suffix.lower()
         try:
             size = path.stat().st_size
@@ -169,7 +203,7 @@ def load_scenario_spec(source: str | Path) -> dict[str, Any]:
                 )
             text = path.read_text("utf-8")
         except (OSError, UnicodeDecodeError) as err:
-            raise ScenarioError("scenario", str(path), f"cannot be read: {err}") from None
+            raise _cannot_read(origin, err) from None
     try:
         spec = _parse_toml(text, origin) if suffix == ".toml" else _parse_json(text, origin)
     except RecursionError:
@@ -218,15 +252,19 @@ def _parse_toml(text: str, origin: str) -> dict[str, Any]:
 
 
 def load_scenario(
-    source: str | Path | Mapping[str, Any], *, seed: int = 0, **knobs: Any
+    source: str | os.PathLike[str] | Mapping[str, Any], *, seed: int = 0, **knobs: Any
 ) -> Scenario:
-    """Load a scenario by built-in name, file path or already-parsed mapping, and apply the
-    sweep knobs (SPEC section 7), the keyword arguments of :func:`compile_scenario`:
+    """Load a scenario by built-in name, file path (a string or any ``os.PathLike``) or
+    already-parsed mapping, and apply the sweep knobs (SPEC section 7), the keyword arguments
+    of :func:`compile_scenario`:
 
     - ``seed`` drives the random parts of a workload rule (dataset and model draws, arrivals);
     - ``bandwidth_scale`` multiplies every inter-region link (not the intra-region bandwidth);
     - ``gpu_scale`` multiplies every region's GPUs, rounded half up, at least 1;
     - ``n_jobs`` overrides the workload's job count (explicit job lists are cut or cycled);
+      at most 10,000,000 (``core.limits.MAX_JOBS``), as a job list or a rule's ``n_jobs``, and
+      refused before any job is built when the machine's free memory cannot hold them
+      (:func:`~bacepipe_env.core.limits.check_memory`);
     - ``ignore_memory``, ``admission``, ``prices`` (``flat`` or ``hourly``), ``start_hour``
       (an hour of 2023 or ``"random"``, drawn from the seed) and ``egress_usd_per_gb``
       override the file's fields of those names (defaults: memory is checked, ``greedy``
@@ -304,7 +342,9 @@ class WorkloadRule:
     """A validated ``workload`` section: how many jobs (at most), how models and datasets are
     drawn (see :data:`Draw`), and the arrivals from ``submit_h``: ``batch`` (all at once),
     ``poisson`` or ``philly`` (the trace's pattern) at ``rate`` per hour, only those before
-    ``submit_h + horizon_h`` when a horizon is given (SPEC section 12)."""
+    ``submit_h + horizon_h`` when a horizon is given (SPEC section 12). ``rate_source`` is
+    the ``(field, value)`` the rate came from (``workload.arrival_rate_per_h``, or a load),
+    what an error about the arrivals names."""
 
     n_jobs: int
     models: Draw
@@ -313,6 +353,7 @@ class WorkloadRule:
     rate: float | None = None
     arrivals: str = "batch"
     horizon_h: float | None = None
+    rate_source: tuple[str, Any] | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -437,7 +478,13 @@ class ScenarioTemplate:
         chosen_models = _pick(w.models, list(self.models), n, rng)
         chosen_data = _pick(w.datasets, list(self.datasets), n, rng)
         submits = arrival_times(
-            w.arrivals, n, w.rate, rng, start_h=w.submit_h, horizon_h=w.horizon_h
+            w.arrivals,
+            n,
+            w.rate,
+            rng,
+            start_h=w.submit_h,
+            horizon_h=w.horizon_h,
+            source=w.rate_source,
         ).tolist()
         return [JobRow(m, d, t) for m, d, t in zip(chosen_models, chosen_data, submits)]
 
@@ -561,6 +608,11 @@ def compile_scenario(
     m = constants.micro_batch
     if "jobs" in spec:
         listed = _list(spec, "jobs")
+        # the count before a row is read: a list of 10 million rows fails in a microsecond
+        count = check_limit("workload.n_jobs", len(listed), field="jobs")
+        if n_jobs is not None:
+            count = n_jobs
+        check_memory(count, len(regions), field="jobs" if n_jobs is None else "n_jobs")
         rows = tuple(_explicit_jobs(listed, models, datasets, n_jobs))
         model_index = {name: i for i, name in enumerate(models)}
         for i, row in enumerate(rows):
@@ -570,6 +622,8 @@ def compile_scenario(
                 _check_batch(f"models[{model_index[row.model]}].batch", models[row.model][1], m)
     elif "workload" in spec:
         workload = _workload(spec["workload"], list(models), list(datasets), n_jobs)
+        field = "workload.n_jobs" if n_jobs is None else "n_jobs"
+        check_memory(workload.n_jobs, len(regions), field=field)
         for i, (_, batch) in enumerate(models.values()):
             _check_batch(f"models[{i}].batch", batch, m)
     else:
@@ -616,7 +670,13 @@ def compile_scenario(
         )
     target = load if load is not None else _raw_load(spec)
     if target is not None:
-        return _with_load(template, target, "load" if load is not None else "workload.load")
+        template = _with_load(template, target, "load" if load is not None else "workload.load")
+    w = template.workload
+    if w is not None and w.arrivals != "batch" and w.rate is not None:
+        # before any draw: arrivals that would pass the horizon, named by their rate or load
+        check_arrival_span(
+            w.n_jobs, w.rate, start_h=w.submit_h, horizon_h=w.horizon_h, source=w.rate_source
+        )
     return template
 
 
@@ -729,7 +789,8 @@ def _with_load(template: ScenarioTemplate, load: Any, field: str) -> ScenarioTem
         raise ScenarioError(field, load, "needs a workload with poisson or philly arrivals")
     target = check_limit("workload.load", load, field=field)
     rate = target * template.cluster.total_gpus / template.mean_gpu_hours()
-    return dataclasses.replace(template, workload=dataclasses.replace(w, rate=rate))
+    workload = dataclasses.replace(w, rate=rate, rate_source=(field, load))
+    return dataclasses.replace(template, workload=workload)
 
 
 def _start_hour(value: Any) -> float | None:
@@ -1031,6 +1092,7 @@ def _workload(
         rate=rate,
         arrivals=str(arrivals),
         horizon_h=horizon,
+        rate_source=None if rate is None else ("workload.arrival_rate_per_h", rate),
     )
 
 

@@ -52,7 +52,7 @@ def test_check_limit_goldens() -> None:
     with pytest.raises(ScenarioError, match=r"must be finite \(it is beyond float range\)"):
         check_limit("restart_s", 10**400)
     # the field named is the caller's, the exception type too
-    with pytest.raises(ValidationError, match=r"^--jobs: must be in \[1, 100,000\] jobs"):
+    with pytest.raises(ValidationError, match=r"^--jobs: must be in \[1, 10,000,000\] jobs"):
         check_limit("workload.n_jobs", 0, field="--jobs", exc=ValidationError)
     assert Limit(0, 1e9, "s").text() == "[0, 1e9]"
     assert limit_text("seed") == "[0, 2**63 - 1]"

@@ -94,7 +94,7 @@ def test_bad_workloads_are_one_line_errors(workload: dict[str, Any], field: str)
 def test_load_override_needs_an_online_workload() -> None:
     with pytest.raises(ScenarioError, match=r"^load: needs a workload with poisson or philly"):
         load_scenario("paper", load=0.5)
-    with pytest.raises(ScenarioError, match=r"^load: must be in \(0, 1,000\]"):
+    with pytest.raises(ScenarioError, match=r"^load: must be in \[0.001, 1,000\]"):
         load_scenario("online", load=-1.0)
     with pytest.raises(ScenarioError, match=r"^start_hour"):
         load_scenario("paper", prices="hourly", start_hour=9000)

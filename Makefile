@@ -98,8 +98,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_train.py
 
 # One large simulation (issue 25): 1,000,000 jobs on 256 regions arriving in the Philly trace's
-# pattern, under BACE-Pipe; prints its CPU time, wall time and peak memory (about 13 minutes on
-# one core, 3.4 GB peak). A tiny form: make bench-large BENCH_LARGE_ARGS="--jobs 2000 --regions 16".
+# pattern, under BACE-Pipe; prints its CPU time, wall time and peak memory (about 6 minutes on
+# one core, 2.6 GB peak). A tiny form: make bench-large BENCH_LARGE_ARGS="--jobs 2000 --regions 16".
 BENCH_LARGE_ARGS ?=
 bench-large: $(STAMP)
 	$(PY) benchmarks/bench_large.py $(BENCH_LARGE_ARGS)

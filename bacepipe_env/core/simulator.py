@@ -523,6 +523,9 @@ class Simulator:
         # the placement memo's states: each key holds K free GPUs and K residual rows, so a
         # large cluster keeps fewer (16,384 at 256 regions; core.limits.MEMO_CELLS values)
         self._memo_size = max(1024, min(_MEMO_SIZE, MEMO_CELLS // k))
+        # and a large cluster's run seldom meets a state twice: its memo is kept only once
+        # the simulator has been cloned (a planner's forks do meet them; see clone)
+        self._memo_on = k < _HASHED_FROM
         self.reset()
 
     # ------------------------------------------------------------------ state
@@ -831,7 +834,8 @@ class Simulator:
         (:meth:`_placement_shape`), in a memo every clone shares: a planner's forks ask about
         the same states again and again."""
         policy = self.placement_policy
-        if policy.pure:
+        memo_on = policy.pure and self._memo_on
+        if memo_on:
             key = (free, residual, self._placement_shape(job_id))
             memo = self._placement_answers
             got = memo.get(key, _MISSING)
@@ -841,7 +845,7 @@ class Simulator:
         p = policy.place(view, job_id)
         if p is None or not p.path or not self.fits(job_id, p):
             p = None
-        if policy.pure:
+        if memo_on:
             memo[key] = p
             if len(memo) > self._memo_size:
                 del memo[next(iter(memo))]  # the oldest first
@@ -1006,6 +1010,7 @@ class Simulator:
             raise ValidationError(
                 "preemption", rule.name, "needs a simulator that preempts (a rule or decisions)"
             )
+        self._memo_on = True  # forks ask about the same states: the memo pays from now on
         new = object.__new__(Simulator)
         new.__dict__.update(self.__dict__)  # shared: every field not replaced below
         new._free = list(self._free)

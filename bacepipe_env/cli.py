@@ -402,7 +402,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     flt = sub.add_parser(
         "faults",
-        help="policies at several GPU failure rates (SPEC 11: checkpoints, restarts, wasted "
+        help="policies at several GPU failure rates (semantics §11: checkpoints, restarts, wasted "
         "work): DIR/faults.md and a chart in DIR/img/",
     )
     flt.add_argument(

@@ -3,7 +3,7 @@
 Prints, for BACE-Pipe on one core:
 - the ``paper`` scenario (6 regions, 8 jobs): episodes/s and decisions/s, under each admission
   rule (GPU memory checked), under the paper's literal semantics (memory ignored, greedy) and
-  with GPU failures at 2e-4 per GPU-hour (SPEC 11: attempts, checkpoints and restarts);
+  with GPU failures at 2e-4 per GPU-hour (semantics §11: attempts, checkpoints and restarts);
 - a synthetic 32-region, 1,000-job scenario, all jobs at t = 0 and with Poisson arrivals:
   wall time to load and profile it, and to simulate it;
 - issue 14's heavy load, 64 regions at 4 jobs/h with 1,000 and 10,000 jobs: CPU time (the

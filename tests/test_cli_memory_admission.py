@@ -1,6 +1,6 @@
-"""The `bacepipe` command with GPU memory (SPEC 3a) and admission rules (SPEC 3b): the previous
-release's numbers under --ignore-memory --admission greedy, the knobs on every command, and
-one-line errors for bad input."""
+"""The `bacepipe` command with GPU memory (semantics §3a) and admission rules (semantics §3b): the
+previous release's numbers under --ignore-memory --admission greedy, the knobs on every
+command, and one-line errors for bad input."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Admission rules: whether a job takes the placement it is offered now (SPEC section 3b).
+"""Admission rules: whether a job takes the placement it is offered now (semantics §3b).
 
 The paper's Alg. 1 never waits: a job starts on whatever path Pathfinder finds, however few
 GPUs it has. When a job starts is a scheduling decision of its own, so it is a third plug point

@@ -1,4 +1,4 @@
-"""Regions and the multi-region cluster (SPEC section 2)."""
+"""Regions and the multi-region cluster (semantics §2)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from .validate import require_square_matrix, require_str
 
 __all__ = ["DEFAULT_GPU_MEMORY_BYTES", "DEFAULT_POWER_KW", "Cluster", "Region"]
 
-DEFAULT_POWER_KW = 0.3  # one A6000's board power (SPEC section 2)
-DEFAULT_GPU_MEMORY_BYTES = 48e9  # one A6000's 48 GB (SPEC section 3a)
+DEFAULT_POWER_KW = 0.3  # one A6000's board power (semantics §2)
+DEFAULT_GPU_MEMORY_BYTES = 48e9  # one A6000's 48 GB (semantics §3a)
 
 _BYTES_PER_GBIT = gbps_to_bytes_per_s(1.0)
 _INTRA = LIMITS["regions.intra_gbps"].scaled(_BYTES_PER_GBIT, "bytes/s")

@@ -1,5 +1,5 @@
 """Faults: scheduled region outages, link bandwidth changes and price changes, and stochastic
-GPU failures (SPEC section 11).
+GPU failures (semantics §11).
 
 A :class:`FaultModel` is part of a scenario. The simulator reads it; nothing here runs.
 
@@ -165,8 +165,8 @@ class Attempt:
 
 @dataclass(frozen=True)
 class FaultModel:
-    """What can go wrong in a scenario: scheduled events and a GPU failure rate (SPEC 11);
-    and what an interrupted attempt costs, by a fault or by a preemption (SPEC 3c): the
+    """What can go wrong in a scenario: scheduled events and a GPU failure rate (semantics §11);
+    and what an interrupted attempt costs, by a fault or by a preemption (semantics §3c): the
     checkpoints, the restart, the checkpoint written at a preemption (None: the work since the
     last periodic checkpoint is lost instead) and the most preemptions of one job."""
 

@@ -1,4 +1,4 @@
-"""Models and training jobs (SPEC section 3)."""
+"""Models and training jobs (semantics §3)."""
 
 from __future__ import annotations
 
@@ -34,11 +34,11 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class TrainingConstants:
-    """The per-job constants of the performance model (SPEC section 3); all are scenario knobs.
+    """The per-job constants of the performance model (semantics §3); all are scenario knobs.
 
     Defaults: sequence length 2048, micro-batch 1, A6000 dense bf16 peak 154.8 TFLOP/s, model
     FLOP utilisation 0.4, zero per-stage overhead, 2-byte (fp16) activations. The memory model
-    (SPEC section 3a, :mod:`bacepipe_env.core.memory`) uses 16 bytes of training state per
+    (semantics §3a, :mod:`bacepipe_env.core.memory`) uses 16 bytes of training state per
     parameter and 34 bytes per token per hidden unit for one layer's working activations.
     """
 

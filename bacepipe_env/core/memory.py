@@ -1,4 +1,4 @@
-"""GPU memory: what one pipeline stage holds, and each job's memory floor (SPEC section 3a).
+"""GPU memory: what one pipeline stage holds, and each job's memory floor (semantics §3a).
 
 The paper is silent on memory; physics is not. A stage is one GPU holding contiguous whole
 layers; with ``L`` stages the largest holds ``ceil(n_layers / L)`` layers. One stage needs

@@ -1,4 +1,4 @@
-"""The pipeline performance model: Eq. (1)-(4), Eq. (13), b(L) and E(1) (SPEC section 3).
+"""The pipeline performance model: Eq. (1)-(4), Eq. (13), b(L) and E(1) (semantics §3).
 
 A placement with L GPUs is an ordered path of regions, ``n_r`` GPUs (= stages) in each; the
 stages of a region are contiguous, so the L - 1 stage boundaries are ``n_r - 1`` intra-region
@@ -149,7 +149,7 @@ def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
     """Derive a job's :class:`JobProfile`.
 
     ``reference_intra_bandwidth`` (bytes/s) is the intra-region bandwidth Eq. (13) assumes for
-    every hop: the cluster's largest region's (SPEC section 3). K* is the smallest minimiser of
+    every hop: the cluster's largest region's (semantics §3). K* is the smallest minimiser of
     ``t_iter(k)`` over ``1 <= k <= n_layers`` (a stage holds at least one layer).
     """
     c = job.constants
@@ -204,7 +204,7 @@ def placement_comm_times(
     Inside region r a hop takes ``A / intra_bandwidth[r]``; between consecutive path regions
     u -> v it takes ``A / B[u, v] + latency[u, v]`` with B the link's nominal capacity
     (reservations are admission control, constraint 6, not rate limits), or its capacity now
-    when ``bandwidth_rows`` gives it (a degraded link, SPEC section 11).
+    when ``bandwidth_rows`` gives it (a degraded link, semantics §11).
     """
     a = profile.activation_bytes
     times: list[float] = []

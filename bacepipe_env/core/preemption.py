@@ -1,5 +1,5 @@
 """Preemption rules: which running job, if any, to stop now so that a pending job can start
-(SPEC section 3c). A fourth plug point beside ordering, placement and admission, applied
+(semantics §3c). A fourth plug point beside ordering, placement and admission, applied
 identically to every policy.
 
 - ``none``: a job that starts holds its GPUs to the end (the paper's world, the default);

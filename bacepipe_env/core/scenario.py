@@ -36,14 +36,14 @@ class Scenario:
     """A cluster and its workload. ``params`` records how it was made (file, seed, scales).
 
     ``ignore_memory`` restores the paper's literal semantics, where a job may start on any
-    number of GPUs (SPEC section 3a); otherwise every job must be able to fit in GPU memory on
+    number of GPUs (semantics §3a); otherwise every job must be able to fit in GPU memory on
     some set of regions, or the scenario is rejected here. ``admission`` names the rule that
-    decides whether an offered placement is taken now (SPEC section 3b). ``tariff`` prices
-    electricity, carbon and egress over time (SPEC section 10); the default is the cluster's
-    flat prices and carbon intensities, without egress. ``faults`` (SPEC section 11) lists the
+    decides whether an offered placement is taken now (semantics §3b). ``tariff`` prices
+    electricity, carbon and egress over time (semantics §10); the default is the cluster's
+    flat prices and carbon intensities, without egress. ``faults`` (semantics §11) lists the
     outages, link and price changes and the GPU failure rate, and what an interrupted attempt
     costs; None is the perfect world with the default costs. ``preemption`` names the rule that
-    decides whether a running job is stopped so that a pending one can start (SPEC 3c):
+    decides whether a running job is stopped so that a pending one can start (semantics §3c):
     ``none`` (the default), ``srtf`` or ``las``, with settings (``srtf:factor=3``).
     ``announce_h`` (hours, default 0: no calendar) is how long before its submit time a job
     is known, as large training runs are planned ahead: it changes no dynamics (a job still
@@ -131,7 +131,7 @@ class Scenario:
 
     @cached_property
     def memory_floors(self) -> dict[int, tuple[int, ...]]:
-        """Job id -> the smallest pipeline size that fits in GPU memory, per region (SPEC 3a);
+        """Job id -> the smallest pipeline size that fits in GPU memory, per region (semantics §3a);
         all ones under ``ignore_memory``."""
         k = self.cluster.n_regions
         if self.ignore_memory:

@@ -1,4 +1,4 @@
-"""The event-driven simulator (SPEC section 4).
+"""The event-driven simulator (semantics §4).
 
 Events are job arrivals and completions in a heap ordered by ``(time, kind, sequence)``:
 completions before arrivals at the same instant, then submission order. After each batch of
@@ -16,8 +16,8 @@ Two ways to drive it:
 
 Whether an offered placement starts is decided in two steps, the same for every policy: it must
 fit in GPU memory (its GPU count reaches the job's memory floor on every region of its path,
-SPEC section 3a, unless the scenario ignores memory), and the admission rule must take it
-(SPEC section 3b, :mod:`bacepipe_env.core.admission`). Otherwise the job stays pending.
+semantics §3a, unless the scenario ignores memory), and the admission rule must take it
+(semantics §3b, :mod:`bacepipe_env.core.admission`). Otherwise the job stays pending.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 # Event kinds, in their order at one instant: completions, then faults, then arrivals, then
-# wake-ups (a running attempt has run long enough to be preempted: a decision point, SPEC 3c).
+# wake-ups (a running attempt has run long enough to be preempted: a decision point, semantics §3c).
 _COMPLETION, _FAULT, _ARRIVAL, _WAKE = 0, 1, 2, 3
 
 #: A placement may reserve up to this relative amount more than a link's residual bandwidth:
@@ -163,8 +163,8 @@ class JobRecord:
     placement: Placement
     reserved_bandwidth: float  # b(L) on each cross-region link of the path
     carbon: float = 0.0  # kg CO2e of its electricity
-    egress_cost: float = 0.0  # $ of cross-region traffic (SPEC section 10)
-    slowdown: float = 1.0  # jct / the execution on K* GPUs in one region (SPEC section 12)
+    egress_cost: float = 0.0  # $ of cross-region traffic (semantics §10)
+    slowdown: float = 1.0  # jct / the execution on K* GPUs in one region (semantics §12)
     attempts: tuple[Attempt, ...] = ()  # every run of the job, the last one completed
     wasted_gpu_seconds: float = 0.0  # GPU-seconds of restarts and of work lost to faults
     wasted_cost: float = 0.0  # $ of electricity of those GPU-seconds
@@ -176,7 +176,7 @@ class JobRecord:
 
     @property
     def preemptions(self) -> int:
-        """Attempts that a preemption ended (SPEC 3c)."""
+        """Attempts that a preemption ended (semantics §3c)."""
         return sum(1 for a in self.attempts if a.outcome == "preempted")
 
     @property
@@ -263,7 +263,7 @@ class RunResult:
     wasted_gpu_hours: float = 0.0  # restarts and work lost to faults
     wasted_cost: float = 0.0  # $ of electricity of the wasted GPU-hours
     gpu_hours: float = 0.0  # every GPU-hour held, useful + wasted
-    preemption: str = "none"  # the preemption rule the run used (SPEC 3c)
+    preemption: str = "none"  # the preemption rule the run used (semantics §3c)
     n_preemptions: int = 0  # attempts a preemption ended
 
     @property
@@ -376,7 +376,7 @@ class _Running:
     price_sum: float  # sum_r n_r P_r, $/kWh (flat prices)
     carbon_sum: float  # sum_r n_r c_r, g/kWh (flat carbon)
     token: int = 0  # the sequence number of its live completion event
-    # With faults (SPEC 11) or preemption (SPEC 3c) only:
+    # With faults (semantics §11) or preemption (semantics §3c) only:
     attempt_id: int = 0
     restart: float = 0.0  # s restoring a checkpoint before computing
     iters: float = 0.0  # iterations left when the attempt started
@@ -433,7 +433,7 @@ class Simulator:
     unless it says otherwise) decides whether an offered placement starts now; ``preemption``
     (a rule spec or object, default the scenario's, ``none`` unless it says otherwise) whether
     a running job is stopped at the end of a scheduling pass so that a pending one can start
-    (SPEC 3c). With ``preemption_decisions`` the caller decides instead (what the Gymnasium
+    (semantics §3c). With ``preemption_decisions`` the caller decides instead (what the Gymnasium
     environment's preempt actions do): :meth:`next_decision` then also stops at the end of a
     pass where a preemption would let a pending job start, returning ``()``, and the caller
     answers with :meth:`preempt` or :meth:`defer`. Validation of every placement against
@@ -644,7 +644,7 @@ class Simulator:
 
     @property
     def down_regions(self) -> tuple[bool, ...]:
-        """Per region, whether it is down now (an outage, SPEC 11); all False without
+        """Per region, whether it is down now (an outage, semantics §11); all False without
         faults."""
         if self.faults is None:
             return (False,) * self._cluster.n_regions
@@ -654,7 +654,7 @@ class Simulator:
     def link_capacity_rows(self) -> tuple[tuple[float, ...], ...]:
         """The links' capacity now (bytes/s) as nested tuples, row u = links out of u: the
         nominal ``cluster.bandwidth_rows`` times the factors of the link changes in force
-        (SPEC 11); the nominal rows themselves without faults."""
+        (semantics §11); the nominal rows themselves without faults."""
         if self.faults is None:
             return self._capacity_rows
         return tuple(tuple(row) for row in self._capacity_now)
@@ -748,7 +748,7 @@ class Simulator:
 
     def memory_floor(self, job_id: int) -> tuple[int, ...]:
         """Per region, the fewest GPUs the job's pipeline must have to fit in that region's GPU
-        memory (SPEC section 3a); all ones when the scenario ignores memory."""
+        memory (semantics §3a); all ones when the scenario ignores memory."""
         return self._floors[job_id]
 
     def fits(self, job_id: int, placement: Placement) -> bool:
@@ -1234,9 +1234,9 @@ class Simulator:
                 self._n_decisions += 1
                 self._tried.add(job_id)
 
-    # ------------------------------------------------------------ preemption (SPEC 3c)
+    # ------------------------------------------------------------ preemption (semantics §3c)
     def preempt(self, job_id: int) -> None:
-        """Preempt running job ``job_id`` now (SPEC 3c). With a checkpoint at preemption it
+        """Preempt running job ``job_id`` now (semantics §3c). With a checkpoint at preemption it
         keeps its GPUs for ``preempt_checkpoint_s`` while it writes one, then returns to the
         pending queue with all its work kept; with ``lose-since-checkpoint`` (or a zero-second
         checkpoint) it returns at once, having lost the work since its last periodic checkpoint
@@ -1532,7 +1532,7 @@ class Simulator:
             floors = [self._floors[job_id][r] for r in p.path]
             raise PlacementError(
                 f"{name}: job {job_id} gets {p.n_gpus} GPUs, below its memory floor "
-                f"{max(floors)} on path {p.path} (SPEC 3a)"
+                f"{max(floors)} on path {p.path} (semantics §3a)"
             )
         need = prof.min_bandwidth(p.n_gpus)
         for u, v in p.links:
@@ -1638,7 +1638,7 @@ class Simulator:
         if self._flat:
             cost = electricity_cost(run.execution, run.price_sum, power)  # Eq. (4)
             carbon = hours(run.execution) * run.carbon_sum * power / 1000.0
-        else:  # the integrals of SPEC section 10 over [start, finish]
+        else:  # the integrals of semantics §10 over [start, finish]
             t0, t1, tariff = run.start, run.finish, self._tariff
             cost = power * math.fsum(
                 g * tariff.price_hours(r, t0, t1) for r, g in zip(p.path, p.gpus)
@@ -1718,7 +1718,7 @@ class Simulator:
         self._row_views[u] = None
         self._alpha = None
 
-    # ------------------------------------------------------------------ faults (SPEC 11)
+    # ------------------------------------------------------------------ faults (semantics §11)
     def _reset_attempts(self) -> None:
         """Per job: iterations left, attempts, their totals, preemptions, attained service."""
         self._iters_left = {j: float(p.iterations) for j, p in self._profiles.items()}

@@ -1,5 +1,5 @@
 """What running a GPU costs and emits over time: electricity prices, grid carbon intensity and
-cross-region egress (SPEC section 10).
+cross-region egress (semantics §10).
 
 A :class:`Tariff` gives every region a price ($/kWh) and a carbon intensity (gCO2e/kWh) as
 functions of simulated time, and optionally an egress price per directed region pair ($/GB).
@@ -12,7 +12,7 @@ functions of simulated time, and optionally an egress price per directed region 
   region's mean; the wholesale series adds its hour-to-hour movement (and can make an hour's
   price negative, as real markets do). The series wraps from the last hour of 2023 to the first.
 
-Scheduled price changes (:class:`~bacepipe_env.core.faults.PriceChange`, SPEC section 11)
+Scheduled price changes (:class:`~bacepipe_env.core.faults.PriceChange`, semantics §11)
 compose by multiplication: at time t a region's price is the model's price above times the
 product of the factors of every change of that region whose window ``[start, end)`` holds t
 (:meth:`Tariff.price_at`, the price the environment's observation shows).
@@ -173,7 +173,7 @@ class Tariff:
             which the paper's six regions have); ``hourly`` only.
         egress_usd_per_gb: ``None`` (no egress charge, the default), one $/GB figure for every
             directed pair, or a K x K matrix (row = sending region).
-        price_changes: scheduled price changes (SPEC section 11): each multiplies a region's
+        price_changes: scheduled price changes (semantics §11): each multiplies a region's
             price by its factor over its window; overlapping ones multiply together.
     """
 

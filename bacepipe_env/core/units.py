@@ -1,4 +1,4 @@
-"""Unit conversions. Internally: seconds, bytes, bytes/s, $/kWh, kW (SPEC section 1)."""
+"""Unit conversions. Internally: seconds, bytes, bytes/s, $/kWh, kW (semantics §1)."""
 
 from __future__ import annotations
 

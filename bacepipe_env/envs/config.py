@@ -170,7 +170,7 @@ def make_generator(
     raise ValidationError("scenario", scenario, "must be a name, a Scenario or a generator")
 
 
-#: The scenario knobs that take a list of entries (the faults, SPEC section 11) -> the fields
+#: The scenario knobs that take a list of entries (the faults, semantics §11) -> the fields
 #: of an entry, each a region name (``str``) or a number of hours or a factor (``float``).
 ENTRY_KNOBS: dict[str, tuple[tuple[str, type], ...]] = {
     "outages": (("region", str), ("start_h", float), ("end_h", float)),

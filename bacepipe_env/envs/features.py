@@ -409,7 +409,7 @@ def _grid(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     tariff = sim.tariff
     # A flat tariff never changes; an hourly one only when h = floor(t / 3600 + start_hour),
     # the hour of its series (see bacepipe_env.core.tariff), does: compute once per hour, and
-    # again when a scheduled price change (SPEC 11) starts or ends.
+    # again when a scheduled price change (semantics §11) starts or ends.
     hour: Any = 0 if tariff.flat else math.floor(sim.time / 3600.0 + tariff.start_hour)
     if tariff.price_changes:
         now = sim.time

@@ -46,7 +46,7 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "fault_features": True,  # outages and degraded links show (healthy: 0 down, factor 1)
         **_DECIDE,
     },
-    # Online-v1 where the agent also preempts (SPEC 3c): one action per running job of a
+    # Online-v1 where the agent also preempts (semantics §3c): one action per running job of a
     # window of 16 (at most 14 jobs ran at once over seeds 0-4 under five policies), offered
     # at the end of a scheduling pass where a preemption lets a pending job start; an attempt
     # that has run 1 h (the built-in rules' min_run_h) makes a decision point.

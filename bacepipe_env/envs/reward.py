@@ -127,7 +127,7 @@ class RewardMeter:
 def episode_info(result: RunResult) -> dict[str, float | int]:
     """The objectives of a finished episode, for the last step's ``info``: the paper's two
     (average JCT, total electricity cost), the makespan, the jobs completed, the emissions,
-    the JCT percentiles, the mean slowdown, the egress charge, and what faults cost (SPEC 11:
+    the JCT percentiles, the mean slowdown, the egress charge, and what faults cost (semantics §11:
     the restarts, and the GPU-hours and dollars of restarts and lost work; 0 without faults)."""
     return {
         "episode_avg_jct_s": result.avg_jct,

@@ -292,7 +292,7 @@ def evaluate_policies(
     ``reference`` (a policy as given, or as shown: ``learned:<name>``; default the first)
     is what the paired JCT ratios divide by. Every policy is checked (and every model loaded)
     before the first episode; bad input is one ValidationError/BacepipeError line.
-    ``progress`` counts finished episodes. ``preemption`` (SPEC 3c) is the rule the env's
+    ``progress`` counts finished episodes. ``preemption`` (semantics §3c) is the rule the env's
     simulator applies for every policy without its own (not on an id with preempt actions,
     whose agents preempt themselves)."""
     from ..envs.agents import RolloutAgent, agent_env_kwargs, evaluate, make_agent

@@ -1,4 +1,4 @@
-"""``bacepipe faults``: policies on a scenario at several GPU failure rates (SPEC section 11), as
+"""``bacepipe faults``: policies on a scenario at several GPU failure rates (semantics §11), as
 one generated markdown block and a chart.
 
 Each seed fixes a scenario's job mix and its failure draws; every policy and every rate plays
@@ -89,7 +89,7 @@ class FaultRuns(RunGrid):
     runs: dict[tuple[float, str, int], RunSummary]
     checkpoint_s: float = DEFAULT_CHECKPOINT_INTERVAL_S  # the scenario's checkpoint interval
     restart_s: float = DEFAULT_RESTART_S  # and its restart time
-    preemption: str = "none"  # the rule of every policy without its own (SPEC 3c)
+    preemption: str = "none"  # the rule of every policy without its own (semantics §3c)
 
     def ratio(self, rate: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
         """``metric`` over the same policy's on the same seed at rate 0: mean ± 95% CI."""
@@ -145,7 +145,7 @@ def run_faults(
     """Run every policy on ``scenario`` at every GPU failure rate (per GPU-hour) for every seed,
     then write ``out/faults.md`` and the chart ``out/img/faults-vs-rate.png``; returns the
     markdown's path. The rates must include 0; ``preemption`` is the rule of every policy
-    without its own (SPEC 3c). A missing matplotlib skips the chart with a warning; the
+    without its own (semantics §3c). A missing matplotlib skips the chart with a warning; the
     markdown does not change."""
     pols = list(DEFAULT_POLICIES if policies is None else policies)
     preemption = check_preemption(preemption)

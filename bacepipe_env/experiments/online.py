@@ -57,7 +57,7 @@ CHARTS = ("online-jct-vs-load.png", "online-cost-vs-load.png")
 def default_policies() -> list[str]:
     """BACE-Pipe, the paper's four baselines, the three ablations, the SJF and random
     orderings (``fcfs`` is left out: it is ``no-priority`` under another name), the best
-    waiting heuristic ``sjf+finish-aware`` and three preemptive heuristics (SPEC 3c)."""
+    waiting heuristic ``sjf+finish-aware`` and three preemptive heuristics (semantics §3c)."""
     return [
         *baseline_names(),
         "no-priority",
@@ -85,7 +85,7 @@ class OnlineRuns(RunGrid):
     rates: tuple[float, ...]  # arrival rate (jobs/h) at each load
     mean_gpu_hours: float  # a job's expected ideal GPU-hours (K* GPUs, ideal execution)
     total_gpus: int
-    preemption: str = "none"  # the rule of every policy without its own (SPEC 3c)
+    preemption: str = "none"  # the rule of every policy without its own (semantics §3c)
 
     def ratio(self, load: float, policy: str, metric: Callable[[RunSummary], float]) -> Estimate:
         """``metric`` divided by the reference's on the same seed: mean ± 95% CI."""
@@ -167,7 +167,7 @@ def run_online(
     """Run every policy on the ``online`` scenario at every offered load for every seed (the
     same seed gives every policy the same arrivals, job mix and start hour), then write
     ``out/online.md`` and the charts ``out/img/online-{jct,cost}-vs-load.png``; returns the
-    markdown's path. ``preemption`` is the rule of every policy without its own (SPEC 3c). A
+    markdown's path. ``preemption`` is the rule of every policy without its own (semantics §3c). A
     missing matplotlib skips the charts with a warning; the markdown does not change."""
     pols = list(default_policies() if policies is None else policies)
     vals = _check(out, seeds, loads, n_jobs, pols, workers)

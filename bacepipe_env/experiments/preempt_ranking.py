@@ -1,4 +1,4 @@
-"""What preemption does to BACE-Pipe's ranking (SPEC 3c): the paper's Fig. 4 policies and the
+"""What preemption does to BACE-Pipe's ranking (semantics §3c): the paper's Fig. 4 policies and the
 best waiting heuristic, each without preemption and with ``srtf`` applied to every policy, on
 ``paper``, ``online`` and the random generator. One section of ``docs/reproduction.md``
 (:func:`render`), from the runs of :func:`run_ranking`; a pure function of the seeds.
@@ -122,7 +122,8 @@ def render(data: PreemptRanking) -> list[str]:
         "",
         f"Every policy of Fig. 4 and `sjf+finish-aware` without preemption and with `{RULE}` "
         "applied to every policy (`load_scenario(..., preemption='srtf')`, the flag "
-        f"`--preemption {RULE}`; SPEC section 3c, [preemption.md](preemption.md)): a pending job "
+        f"`--preemption {RULE}`; [semantics §3c](semantics.md), [preemption.md](preemption.md)): a "
+        "pending job "
         "that cannot start preempts the running job with the most remaining time once it has "
         "run an hour, if the pending job needs at most half as long; the preempted job writes "
         "a checkpoint (60 s) and restarts later (600 s). Memory checked, greedy admission "

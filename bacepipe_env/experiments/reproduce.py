@@ -76,7 +76,7 @@ _SHORT = {"lcf": "lcf", "ldf": "ldf", "cr-lcf": "crlcf", "cr-ldf": "crldf"}
 
 @dataclass(frozen=True)
 class Semantics:
-    """How the simulator treats GPU memory and admission (SPEC sections 3a, 3b)."""
+    """How the simulator treats GPU memory and admission ([semantics §3a, §3b](semantics.md))."""
 
     name: str
     knobs: tuple[tuple[str, Any], ...]  # load_scenario keywords
@@ -122,7 +122,7 @@ CHART_SEMANTICS = SEMANTICS[1]
 #: An experiment point: ("default", 0), (sweep kind, value) or ("egress", $/GB).
 Point = tuple[str, float]
 DEFAULT: Point = ("default", 0.0)
-#: The default world with cross-region egress charged at AWS's inter-region rate (SPEC 10).
+#: The default world with cross-region egress charged at AWS's inter-region rate (semantics §10).
 EGRESS: Point = ("egress", DEFAULT_EGRESS_USD_PER_GB)
 
 
@@ -1102,7 +1102,8 @@ _FIG1_WALKTHROUGH = """
 LCF and LDF place exactly as the paper's text says. **What BACE-Pipe does, and why** (memory
 ignored). At t = 0 nothing is reserved, so alpha = 0 and Eq. (12) ranks by `E(1)` alone: P
 (26.9 h on one GPU) before Q (134.0 h). This is the paper's "FCFS" order, not its "Reordered"
-one (SPEC section 8). No region holds K* (48 for P, 80 for Q), so Pathfinder's phase 2 runs:
+one ([semantics §8](semantics.md)). No region holds K* (48 for P, 80 for Q), so Pathfinder's phase 2
+runs:
 
 - **P.** From A (4 GPUs), the widest link is A-C at 1000 Mbps. Appending C would give 6 GPUs
   and needs `A_P / 125 MB/s = 20.97 MB / 125 MB/s = 0.168 s <= t_comp(6) = 0.154 s`, which
@@ -1115,7 +1116,8 @@ one (SPEC section 8). No region holds K* (48 for P, 80 for Q), so Pathfinder's p
 The paper's "Ours" placement for P (A4 + C2) needs the A-C link to pass a check it fails by
 9% under Eq. (1)'s own `t_comp`. With `partial_take`, P takes A:4 + C:1 (5 GPUs pass) and
 Alg. 2 moves a GPU to the cheaper C. Absolute times are 14-20x the paper's: the paper's
-Fig. 1 numbers imply a speed-up that Eq. (1) cannot produce (SPEC section 8). The simulator
+Fig. 1 numbers imply a speed-up that Eq. (1) cannot produce ([semantics §8](semantics.md)). The
+simulator
 implements the equations, not those numbers. And the example cannot run at all once GPU
 memory counts: Q's 1.1 TB of training state needs at least 27 A6000s, and the four regions
 have 11 GPUs in all.
@@ -1140,7 +1142,7 @@ _NOT_CHASED = """
   down its numbers; this report tests the direction of every claim and reports the size it
   measures.
 - The Fig. 1 absolute numbers, which Eq. (1) cannot produce, and the "Ours" placements, which
-  Alg. 1 as printed cannot produce for any K* (SPEC section 8).
+  Alg. 1 as printed cannot produce for any K* ([semantics §8](semantics.md)).
 - The introduction's "65% to 77%" electricity saving example, which has no setup to simulate.
 """
 
@@ -1265,11 +1267,13 @@ def render_report(rows: Sequence[RowRuns], preemption: PreemptRanking | None = N
         f"This report and its charts were written by `{cmd}` (the `--out` directory does not "
         f"change a byte of it), from {len(seeds)} seeds: {_seed_range(seeds)}. A seed draws each "
         "job's dataset. No constant was tuned to approach the paper's numbers: the scenario "
-        "files carry the paper's Tables II and III and the `SPEC.md` defaults (A6000 peak "
+        "files carry the paper's Tables II and III and the [semantics](semantics.md) defaults "
+        "(A6000 peak "
         "154.8 TFLOP/s, MFU 0.4, S = 2048, m = 1, 0.3 kW and 48 GB per GPU, 16 bytes of "
         "training state per parameter).",
         "",
-        "The four semantics (SPEC sections 3a and 3b), each run on `paper` (Table II, "
+        "The four semantics ([semantics §3a and §3b](semantics.md)), each run on `paper` "
+        "(Table II, "
         "`B[i, j] = (B_i + B_j) / 2`) and on `paper-aws` (the same regions with measured AWS "
         "inter-region throughput):",
         "",
@@ -1576,8 +1580,9 @@ def _egress(rows: Sequence[RowRuns]) -> list[str]:
         "",
         f"The default world (`{CHART_SEMANTICS.name}`, memory checked) again, with every "
         f"cross-region hop of a pipeline charged ${DEFAULT_EGRESS_USD_PER_GB:.2f}/GB each way "
-        "(AWS's inter-region rate; `load_scenario(..., egress_usd_per_gb=0.02)`, SPEC section "
-        "10): an iteration sends M activations of A bytes forward over each hop u->v and as "
+        "(AWS's inter-region rate; `load_scenario(..., egress_usd_per_gb=0.02)`, [semantics §10]"
+        "(semantics.md)): an iteration sends M activations of A bytes forward over each hop "
+        "u->v and as "
         "many gradients back over v->u, so a job's egress is `I * M * A * (e_uv + e_vu) / 1e9` "
         "dollars per hop. Means over the seeds; ranks by the mean total, 1 the cheapest (a "
         "rank change `down 2` is two places worse with egress). The paper's cost (Eq. 8) has "
@@ -1764,7 +1769,8 @@ def _why_semantics(rows: Sequence[RowRuns]) -> list[str]:
     checked = load_scenario(printed.scenario, seed=w_seed, **SEMANTICS[1].kwargs)
     floor = min(checked.memory_floors[w_job.job_id])
     floor_words = (
-        f" With memory checked (SPEC 3a) that start is forbidden: {w_job.model} fits in no "
+        f" With memory checked ([semantics §3a](semantics.md)) that start is forbidden: "
+        f"{w_job.model} fits in no "
         f"fewer than {floor} GPUs."
         if w_job.n_gpus < floor
         else ""
@@ -1800,7 +1806,8 @@ def _why_semantics(rows: Sequence[RowRuns]) -> list[str]:
         f"{w_job.placement.describe(names)} ({w_job.n_gpus} of K* = {w_job.k_star} GPUs) and "
         f"its JCT is {_h(hours(w_job.jct))}; LDF gives it "
         f"{ldf_job.placement.describe(names)} and {_h(hours(ldf_job.jct))}.{floor_words} The "
-        "finish-aware and full admission rules (SPEC 3b) make a job wait for a better start. "
+        "finish-aware and full admission rules ([semantics §3b](semantics.md)) make a job "
+        "wait for a better start. "
         "Jobs that start with "
         f"fewer than a quarter of their K*, over the {n_jobs} jobs of seeds "
         f"{_seed_range(seeds)}, and the mean of each seed's longest JCT:",

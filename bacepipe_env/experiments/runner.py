@@ -80,11 +80,11 @@ class RunSummary:
     """The totals of one run, in the units tables show (hours, dollars, kg CO2e).
 
     ``total_cost_usd`` is the electricity (Eq. 8); ``egress_usd`` the cross-region traffic,
-    0 unless the scenario's tariff charges it (SPEC section 10). ``faults`` says whether the
-    scenario configured any fault (SPEC section 11); ``n_restarts``, ``wasted_gpu_hours`` and
+    0 unless the scenario's tariff charges it (semantics §10). ``faults`` says whether the
+    scenario configured any fault (semantics §11); ``n_restarts``, ``wasted_gpu_hours`` and
     ``wasted_cost_usd`` (part of ``total_cost_usd``) count what they and preemptions cost.
     ``preemption`` names the run's preemption rule and ``n_preemptions`` counts its
-    preemptions (SPEC section 3c)."""
+    preemptions (semantics §3c)."""
 
     spec: RunSpec
     avg_jct_h: float

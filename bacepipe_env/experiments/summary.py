@@ -34,7 +34,7 @@ class PolicyStats:
     (``x_policy / x_reference``). ``egress_usd`` (the cross-region traffic's charge) is there
     only when the runs charged egress, None otherwise; ``restarts``, ``wasted_gpu_hours`` and
     ``wasted_cost_usd`` (attempts after a failure, an outage or a preemption, and the GPU-hours
-    and dollars of restarts and lost work, SPEC sections 11 and 3c) only when the runs
+    and dollars of restarts and lost work, semantics §11 and §3c) only when the runs
     configured faults or a preemption rule; ``preemptions`` only under a preemption rule."""
 
     policy: str

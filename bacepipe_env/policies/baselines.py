@@ -1,4 +1,4 @@
-"""The paper's baselines and ablations (SPEC section 6) as placement and ordering policies."""
+"""The paper's baselines and ablations (semantics §6) as placement and ordering policies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""An exhaustive best-order oracle for small queues (SPEC section 6's "extra orderings").
+"""An exhaustive best-order oracle for small queues (semantics §6's "extra orderings").
 
 It sees the whole scenario, future arrivals included, so it is an oracle, not a scheduler:
 a bound for learned orderers. For every permutation of the jobs it runs the simulator with

@@ -84,8 +84,8 @@ PLACEMENTS: dict[str, PlacementFactory] = {
 class PolicyInfo:
     """A registry entry: the policy's name, a one-line description, its ordering (by name in
     :data:`ORDERINGS`, or a factory) and placement (by name in :data:`PLACEMENTS`, or a
-    factory), the admission rule it waits by (None: the scenario's, SPEC section 3b) and the
-    preemption rule it stops running jobs by (None: the scenario's, SPEC section 3c)."""
+    factory), the admission rule it waits by (None: the scenario's, semantics §3b) and the
+    preemption rule it stops running jobs by (None: the scenario's, semantics §3c)."""
 
     name: str
     description: str
@@ -175,7 +175,7 @@ _POLICIES = [
         "pathfinder",
         admission="finish-aware",
     ),
-    # Preemptive heuristics (SPEC 3c): a pending job may stop a running one.
+    # Preemptive heuristics (semantics §3c): a pending job may stop a running one.
     PolicyInfo(
         "sjf+srtf",
         "SJF that preempts the longest-remaining job for a job with half its remaining time",

@@ -58,7 +58,7 @@ def synthetic_scenario(
     ``bandwidth_range_gbps`` (AWS EC2 G4's 25-100 Gbps) with ``B[i, j] = (B_i + B_j) / 2``.
     Jobs cycle the Table III models on random datasets; all arrive at t = 0 unless
     ``arrival_rate_per_h`` gives a Poisson arrival rate, or ``arrivals`` names a workload
-    arrival process (``"philly"``: the Philly trace's inter-arrival gaps, SPEC 12) at
+    arrival process (``"philly"``: the Philly trace's inter-arrival gaps, semantics §12) at
     ``arrival_rate_per_h`` or at the offered ``load`` (the rate that keeps that fraction of the
     GPUs busy).
     """

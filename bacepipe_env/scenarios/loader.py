@@ -255,7 +255,7 @@ def load_scenario(
     source: str | os.PathLike[str] | Mapping[str, Any], *, seed: int = 0, **knobs: Any
 ) -> Scenario:
     """Load a scenario by built-in name, file path (a string or any ``os.PathLike``) or
-    already-parsed mapping, and apply the sweep knobs (SPEC section 7), the keyword arguments
+    already-parsed mapping, and apply the sweep knobs (semantics §7), the keyword arguments
     of :func:`compile_scenario`:
 
     - ``seed`` drives the random parts of a workload rule (dataset and model draws, arrivals);
@@ -268,16 +268,16 @@ def load_scenario(
     - ``ignore_memory``, ``admission``, ``prices`` (``flat`` or ``hourly``), ``start_hour``
       (an hour of 2023 or ``"random"``, drawn from the seed) and ``egress_usd_per_gb``
       override the file's fields of those names (defaults: memory is checked, ``greedy``
-      admission, flat prices from hour 0, no egress charge, SPEC section 10);
+      admission, flat prices from hour 0, no egress charge, semantics §10);
     - ``load`` sets an online workload's arrival rate from its offered load (see
       :meth:`ScenarioTemplate.offered_load`), and ``horizon_h`` keeps only the jobs that
       arrive within that many hours (at most ``n_jobs`` of them either way);
     - ``outages`` ``(region, start_h, end_h)`` and ``link_changes`` ``(src, dst, factor,
       start_h, end_h)`` add to the file's ``events``; ``gpu_failure_rate`` (per GPU-hour),
-      ``checkpoint_interval_s`` and ``restart_s`` override its fields (SPEC section 11);
+      ``checkpoint_interval_s`` and ``restart_s`` override its fields (semantics §11);
     - ``preemption`` (``none``, ``srtf``, ``las``, with settings: ``srtf:factor=3``),
       ``preempt_checkpoint_s`` (seconds, or ``"lose-since-checkpoint"``) and
-      ``max_preemptions`` override the file's fields (defaults ``none``, 60 s, 4; SPEC 3c);
+      ``max_preemptions`` override the file's fields (defaults ``none``, 60 s, 4; semantics §3c);
     - ``announce_h`` (hours in [0, 1e6]) overrides the file's field: how long before its
       submit time a job is announced (default 0, no calendar; see :class:`Scenario`).
     """
@@ -342,7 +342,7 @@ class WorkloadRule:
     """A validated ``workload`` section: how many jobs (at most), how models and datasets are
     drawn (see :data:`Draw`), and the arrivals from ``submit_h``: ``batch`` (all at once),
     ``poisson`` or ``philly`` (the trace's pattern) at ``rate`` per hour, only those before
-    ``submit_h + horizon_h`` when a horizon is given (SPEC section 12). ``rate_source`` is
+    ``submit_h + horizon_h`` when a horizon is given (semantics §12). ``rate_source`` is
     the ``(field, value)`` the rate came from (``workload.arrival_rate_per_h``, or a load),
     what an error about the arrivals names."""
 
@@ -379,7 +379,7 @@ class ScenarioTemplate:
     zones: tuple[str, ...] = ()  # per region, its hourly series (hourly prices)
     egress_usd_per_gb: float | tuple[tuple[float, ...], ...] | None = None
     faults: FaultModel | None = None  # outages, link and price changes, GPU failures
-    preemption: str = "none"  # the preemption rule (SPEC 3c)
+    preemption: str = "none"  # the preemption rule (semantics §3c)
     announce_h: float = 0.0  # hours ahead a job is announced (0: no calendar)
 
     def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
@@ -691,7 +691,7 @@ def _faults(
     preempt_checkpoint: float | str | None,
     max_preemptions: int | None,
 ) -> FaultModel | None:
-    """The scenario's fault model (SPEC section 11) with its recovery settings (SPEC 3c), or
+    """The scenario's fault model (semantics §11) with its recovery settings (semantics §3c), or
     None for the perfect world at the default settings."""
     h = SECONDS_PER_HOUR
     raw = spec.get("events", [])

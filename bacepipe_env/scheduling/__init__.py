@@ -1,4 +1,4 @@
-"""Pure scheduling functions of the paper (SPEC section 9): numpy in, plain values out.
+"""Pure scheduling functions of the paper (semantics §9): numpy in, plain values out.
 
 - :func:`iteration_time` - Eq. (1)
 - :func:`network_utilization` - Eq. (11)

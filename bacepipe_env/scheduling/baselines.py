@@ -1,4 +1,4 @@
-"""The baselines' placement rules (SPEC section 6) and the ablations' allocator.
+"""The baselines' placement rules (semantics §6) and the ablations' allocator.
 
 Each public function takes the same arguments as :func:`pathfinder` (what a placement needs
 to know) and returns ``(path, allocation)``; ``([], {})`` when no GPU is free. Every rule caps
@@ -38,7 +38,7 @@ def lcf(
 ) -> tuple[list[int], dict[int, int]]:
     """Lowest-Cost-First: the cheapest region with at least ``min_gpus`` free GPUs (and
     ``min_gpus <= K*``; ties to the lower index) takes ``min(free, K*)`` GPUs. ``min_gpus`` is
-    the job's memory floor, one number or one per region (SPEC section 3a); 1 is the paper's
+    the job's memory floor, one number or one per region (semantics §3a); 1 is the paper's
     rule."""
     f, p, _, k, _ = validated_inputs(free, price, None, k_star)
     return lcf_unchecked(f, p, k, _floors(min_gpus, len(f)))

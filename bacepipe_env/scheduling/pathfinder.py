@@ -2,7 +2,7 @@
 
 Regions are indices ``0..K-1``; ``free`` and ``price`` are length-K sequences (free GPUs now,
 $/kWh); ``bandwidth`` is the (K, K) matrix of residual bytes/s; allocations map a region index
-to a GPU count. SPEC section 5 fixes the tie-breaks the paper leaves open.
+to a GPU count. semantics §5 fixes the tie-breaks the paper leaves open.
 """
 
 from __future__ import annotations

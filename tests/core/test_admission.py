@@ -1,4 +1,4 @@
-"""Admission rules (SPEC section 3b) on small scenarios worked out by hand.
+"""Admission rules (semantics §3b) on small scenarios worked out by hand.
 
 Common numbers. Constants S = m = 1, peak 1 FLOP/s, mfu 1; every model has N = 6, h = 1 and
 batch 4, so M = 4 micro-batches, A = m * S * h * 2 = 2 bytes and t_comp(L) = 2 N / L = 12 / L s.

@@ -1,4 +1,4 @@
-"""Faults (SPEC section 11), worked out by hand, and their invariants on random scenarios.
+"""Faults (semantics §11), worked out by hand, and their invariants on random scenarios.
 
 The golden job is test_simulator_golden.py's ``M2``: 3e12 parameters, 2 layers, hidden 5e8,
 batch 4, S = m = 1, 1 TFLOP/s, mfu 1: t_comp(2) = 3 s, A = 1e9 bytes, M = 4, 225 iterations.

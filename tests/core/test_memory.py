@@ -1,4 +1,4 @@
-"""The GPU memory model and memory floors (SPEC section 3a), worked out by hand.
+"""The GPU memory model and memory floors (semantics §3a), worked out by hand.
 
 One stage (one GPU) holding ``n`` whole layers needs
 
@@ -72,7 +72,7 @@ TABLE_III = [
     #   A = 1 * 2048 * 8192 * 2 = 33,554,432 B; stash = 128 * A = 4,294,967,296 B.
     #   working = 34 * 1 * 2048 * 8192 = 570,425,344 B; overhead = 4,865,392,640 B.
     #   room = 48e9 - 4,865,392,640 = 43,134,607,360 B; / 14e9 = 3.08 -> 3 layers.
-    #   floor = ceil(80 / 3) = 27 (SPEC 3a's example).
+    #   floor = ceil(80 / 3) = 27 (semantics §3a's example).
     ("Llama-3.1-70B", 14e9, 4_865_392_640, 3, 27),
     # FLM-101B: N = 101e9, 80 layers, h = 10240, batch 128.
     #   state = 16 * 101e9 / 80 = 20.2e9 B.

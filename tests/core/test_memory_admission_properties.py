@@ -1,4 +1,4 @@
-"""Invariants under GPU memory (SPEC 3a) and every admission rule (SPEC 3b), for every
+"""Invariants under GPU memory (semantics §3a) and every admission rule (semantics §3b), for every
 registered policy, on random small scenarios.
 
 Scenarios: 1-5 regions with 4-64 GPUs in all, random prices, link bandwidths (some links
@@ -119,7 +119,7 @@ def _policies(scn: Scenario) -> list[str]:
 
 
 def _stage_bytes_by_hand(scn: Scenario, job_id: int, n_gpus: int) -> float:
-    """SPEC 3a written out: ceil(n_layers / L) layers' state + M * A stash + working."""
+    """semantics §3a written out: ceil(n_layers / L) layers' state + M * A stash + working."""
     job = next(j for j in scn.jobs if j.job_id == job_id)
     c, m = job.constants, job.model
     layers = math.ceil(m.n_layers / n_gpus)

@@ -1,5 +1,5 @@
 """Invariants of online runs (Poisson or Philly arrivals) under hourly prices, for every
-registered policy (SPEC sections 10 and 12).
+registered policy (semantics §10 and §12).
 
 Cost and carbon are recomputed here hour by hour from the shipped CSV, independently of
 :mod:`bacepipe_env.core.tariff`'s prefix sums.

@@ -1,4 +1,4 @@
-"""The performance model (SPEC section 3) checked by hand.
+"""The performance model (semantics §3) checked by hand.
 
 A = m * S * h * bytes; t_comp(L) = 2 N m S / (L * peak * mfu) + c0; I = ceil(samples / batch) *
 epochs; Eq. (1) t_iter = (sum t_comm + L t_comp + (M - 1) Delta) * 2; E(1) = I * t_iter(1);

@@ -1,6 +1,6 @@
-"""Preemption (SPEC 3c), worked out by hand: one SRTF preemption with its checkpoint and restart,
-the same with the work since the last checkpoint lost, one LAS preemption, and the rules'
-settings, bounds and errors.
+"""Preemption (semantics §3c), worked out by hand: one SRTF preemption with its checkpoint and
+restart, the same with the work since the last checkpoint lost, one LAS preemption, and the
+rules' settings, bounds and errors.
 
 The golden job is test_faults.py's ``M2``: 3e12 parameters, 2 layers, hidden 5e8, batch 4,
 S = m = 1, 1 TFLOP/s, mfu 1: t_comp(2) = 3 s, A = 1e9 bytes, M = 4. Every hop runs at 8 Gbps =

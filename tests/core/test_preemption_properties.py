@@ -1,4 +1,4 @@
-"""Preemption's invariants (SPEC 3c) on random worlds, for every preemptive policy and for a
+"""Preemption's invariants (semantics §3c) on random worlds, for every preemptive policy and for a
 caller that preempts at random, as for faults: every job completes exactly once, its useful
 work is its iterations, capacities hold at every instant, wasted work is accounted, no job is
 preempted more than ``max_preemptions`` times, and the same world gives the same run."""

@@ -1,4 +1,4 @@
-"""Small scenarios worked out by hand (SPEC sections 3-5), and misbehaving placement policies.
+"""Small scenarios worked out by hand (semantics §3-§5), and misbehaving placement policies.
 
 Common numbers. Constants S = m = 1, peak 1 TFLOP/s, mfu 1, power 0.5 kW per GPU.
 Models (hidden 5e8, batch 4, so M = 4 micro-batches and A = 1 * 1 * 5e8 * 2 = 1e9 bytes):
@@ -515,7 +515,7 @@ def test_defer_ends_the_pass() -> None:
 
 
 def test_fig1_priority_at_alpha_zero_puts_p_first() -> None:
-    # SPEC section 8: at alpha = 0, Eq. (12) ranks the job with the smaller E(1) first. P
+    # semantics §8: at alpha = 0, Eq. (12) ranks the job with the smaller E(1) first. P
     # (Qwen2.5-14B) has E(1) = 102 * 2 * 512 * t1(14B), Q (Llama-3.1-70B) 407 * 2 * 128 * t1(70B)
     # with t1 proportional to N: P ~ 104448 * 14 < Q ~ 104192 * 70.
     scn = load_scenario("fig1")

@@ -1,4 +1,4 @@
-"""Invariants of the simulator under BACE-Pipe on random scenarios (SPEC sections 3-5)."""
+"""Invariants of the simulator under BACE-Pipe on random scenarios (semantics §3-§5)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def paper_args(draw: st.DrawFn) -> dict[str, object]:
 
 def _feasible(build: Callable[[], Scenario]) -> Scenario:
     """The scenario ``build`` makes; a draw whose job can never fit in GPU memory (rejected at
-    load time, SPEC section 3a) is not a valid example."""
+    load time, semantics §3a) is not a valid example."""
     try:
         return build()
     except ScenarioError as exc:
@@ -132,7 +132,7 @@ def _drive(scn: Scenario, partial_take: bool) -> RunResult:
         assert raw is not None
         floors = scn.memory_floors[job_id]
         if any(raw.n_gpus < floors[r] for r in raw.path):
-            # SPEC 3a: Pathfinder's answer below the memory floor is no placement
+            # semantics §3a: Pathfinder's answer below the memory floor is no placement
             assert not scn.ignore_memory
             assert placement is None
             assert job_id in sim.pending
@@ -181,7 +181,7 @@ def _check_result(scn: Scenario, res: RunResult) -> None:
         assert math.isclose(rec.jct, rec.wait + rec.execution, rel_tol=REL)
         assert math.isclose(rec.finish_time - rec.submit_time, rec.jct, rel_tol=REL)
         assert 1 <= rec.n_gpus <= prof.k_star == rec.k_star
-        # SPEC 3a: every stage fits in its GPU's memory (floors are all ones if ignored)
+        # semantics §3a: every stage fits in its GPU's memory (floors are all ones if ignored)
         floors = scn.memory_floors[rec.job_id]
         assert rec.memory_floor == min(floors)
         assert all(rec.n_gpus >= floors[r] for r in rec.placement.path)
@@ -234,7 +234,7 @@ def test_bace_pipe_invariants_synthetic(args: dict[str, object], partial_take: b
 
 @SETTINGS
 @given(args=paper_args(), partial_take=st.booleans(), ignore_memory=st.booleans())
-# thin links: Pathfinder's answers often fall below the memory floor (SPEC 3a)
+# thin links: Pathfinder's answers often fall below the memory floor (semantics §3a)
 @example(
     args={"seed": 0, "gpu_scale": 0.5, "bandwidth_scale": 0.01, "n_jobs": 12},
     partial_take=False,
@@ -279,7 +279,7 @@ def test_policy_simulate_matches_stepping(partial_take: bool) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# A straightforward reference implementation of SPEC sections 3-5, written from the text, and
+# A straightforward reference implementation of semantics §3-§5, written from the text, and
 # random small custom scenarios (asymmetric and missing links, latency, stage overhead, equal
 # prices, micro-batches, epochs, staggered arrivals) to compare the simulator against.
 # ---------------------------------------------------------------------------------------------
@@ -339,7 +339,7 @@ def _ref_alg1(
 
 
 def _ref_simulate(scn: Scenario, partial: bool, fcfs: bool) -> list[tuple[object, ...]]:
-    """(job id, path, gpus, start, execution) per job, by hand from the SPEC."""
+    """(job id, path, gpus, start, execution) per job, by hand from docs/semantics.md."""
     cl = scn.cluster
     k = cl.n_regions
     cap_bw = cl.bandwidth.tolist()
@@ -399,7 +399,7 @@ def _ref_simulate(scn: Scenario, partial: bool, fcfs: bool) -> list[tuple[object
             res = [[cap_bw[u][v] - reserved(u, v) for v in range(k)] for u in range(k)]
             path, alloc = _ref_alg1(free, price, res, p.k_star, a, t_comp, partial)
             n = sum(alloc.values())
-            # SPEC 3a: a path below the memory floor of one of its regions is no placement
+            # semantics §3a: a path below the memory floor of one of its regions is no placement
             # (the floors are all ones when the scenario ignores memory)
             floors = scn.memory_floors[jid]
             if not path or any(n < floors[r] for r in path):

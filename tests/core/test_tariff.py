@@ -1,4 +1,4 @@
-"""Hourly prices, carbon and egress (SPEC section 10), worked out by hand.
+"""Hourly prices, carbon and egress (semantics §10), worked out by hand.
 
 The hourly values below are read from the shipped CSV with the csv module in this file, not
 through the code under test. The job used throughout is the golden ``M2`` of

@@ -148,7 +148,8 @@ def test_masks_agree_and_match_the_window(sized, env_id, allow_wait):
             assert not mask[n_visible:q].any()  # no empty slot is legal
             pending = u.sim.pending
             # the window is the first max_queue candidates: pending jobs not yet tried in this
-            # pass whose memory floor the free GPUs together reach (SPEC 3a), in submission order
+            # pass whose memory floor the free GPUs together reach (semantics §3a), in submission
+            # order
             cands = u.sim.next_decision()  # at a decision point: the same candidates again
             assert cands is not None
             assert list(ids[:n_visible]) == list(cands[:q])

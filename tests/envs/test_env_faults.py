@@ -1,4 +1,4 @@
-"""Faults (SPEC 11) through the environment: scenario knobs of ``gym.make``, the optional
+"""Faults (semantics §11) through the environment: scenario knobs of ``gym.make``, the optional
 ``region_faults`` / ``link_faults`` arrays (``fault_features=True``), ``info["regions_down"]``,
 the terminal info's restart and waste figures, and agents that still reproduce the simulator
 bit for bit when GPUs fail and regions go down.

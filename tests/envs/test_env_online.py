@@ -296,7 +296,7 @@ EPISODE_KEYS = {
     "episode_jct_p99_s": float,
     "episode_mean_slowdown": float,
     "episode_egress_usd": float,
-    "episode_restarts": int,  # SPEC 11: 0, 0.0 and 0.0 in a world without faults
+    "episode_restarts": int,  # semantics §11: 0, 0.0 and 0.0 in a world without faults
     "episode_wasted_gpu_hours": float,
     "episode_wasted_cost_usd": float,
 }

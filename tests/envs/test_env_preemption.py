@@ -1,4 +1,4 @@
-"""Preemption in the environment (SPEC 3c): a rule applied by the env's simulator
+"""Preemption in the environment (semantics §3c): a rule applied by the env's simulator
 (``preemption=``), and the preempt actions of ``GeoPipe-Online-Preempt-v1``, which every
 heuristic plays as an agent bit for bit with its simulator run."""
 

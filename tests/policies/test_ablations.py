@@ -1,4 +1,4 @@
-"""Every registered policy is the (ordering, placement) pair SPEC section 6 names, checked decision
+"""Every registered policy is the (ordering, placement) pair semantics §6 names, checked decision
 by decision against the pure functions of :mod:`bacepipe_env.scheduling` as the reference.
 
 Two kinds of lockstep:
@@ -10,7 +10,7 @@ Two kinds of lockstep:
 - *on each policy's own run*: each policy steps its own simulator and every choice and
   placement it makes is compared with the reference.
 
-References (SPEC sections 5-6):
+References (semantics §5-§6):
 
 - FCFS: the first candidate (candidates come in submission order).
 - Priority (Eq. 12): ``priority_scores`` over the whole pending queue with alpha = Eq. (11)
@@ -18,7 +18,7 @@ References (SPEC sections 5-6):
   submission.
 - SJF: the smallest E(1), ties to the earlier submission.
 - LCF, LDF, CR-LCF: ``lcf``, ``ldf``, ``cr_lcf`` with the job's per-region memory floor as
-  ``min_gpus`` (SPEC section 3a: they choose among regions that can host the floor).
+  ``min_gpus`` (semantics §3a: they choose among regions that can host the floor).
 - On a policy's own run, a placement below the memory floor of a region on its path starts
   nothing (the job stays pending), whatever the policy.
 - Pathfinder: ``pathfinder(free, price, residual, K*, A, t_comp)``.
@@ -119,7 +119,7 @@ def ref_cr_lcf(sim: Simulator, j: int) -> Placement | None:
 
 def ref_started(sim: Simulator, j: int, p: Placement | None) -> Placement | None:
     """What ``sim.place`` starts for a policy answer ``p`` under greedy admission: nothing if
-    some region on its path has a memory floor above the GPU count (SPEC section 3a)."""
+    some region on its path has a memory floor above the GPU count (semantics §3a)."""
     floor = sim.memory_floor(j)
     if p is None or any(p.n_gpus < floor[r] for r in p.path):
         return None
@@ -141,7 +141,7 @@ def ref_cr_ldf_cost_min(sim: Simulator, j: int) -> Placement | None:
 
 
 def _grow(start: int, free, bw, k_star: int, a: float, t_comp) -> tuple[list[int], int]:
-    """Alg. 1 lines 7-17 from one start, as printed (SPEC section 5)."""
+    """Alg. 1 lines 7-17 from one start, as printed (semantics §5)."""
     path, g, b_min = [start], min(int(free[start]), k_star), math.inf
     while g < k_star:
         tail = path[-1]
@@ -415,7 +415,7 @@ def test_each_policy_own_run_matches_its_reference(name):
         sim = Simulator(
             scn, policy.placement, admission=policy.admission, preemption=policy.preemption
         )
-        # LCF and LDF place a job in one region: a job whose memory floor (SPEC 3a) no single
+        # LCF and LDF place a job in one region: a job whose memory floor (semantics §3a) no single
         # region can host (floor above its GPUs or above K*) never starts under them, and the
         # run ends with exactly those pending
         floors = scn.memory_floors

@@ -1,4 +1,4 @@
-"""The baselines' placement rules (SPEC section 6) as pure functions, worked out by hand.
+"""The baselines' placement rules (semantics §6) as pure functions, worked out by hand.
 
 Instances with links use ``t_comp(g) = 10 / g`` and ``A = 10`` bytes, so the bandwidth check
 ``A / min(b_min, B[tail, u]) <= t_comp(g')`` reads simply ``min(b_min, B[tail, u]) >= g'``.
@@ -34,7 +34,7 @@ def full(k: int, value: float) -> np.ndarray:
 
 
 def _plain(result: tuple[list[int], dict[int, int]]) -> None:
-    """SPEC section 9: plain values out (not numpy scalars), one allocation entry per region."""
+    """semantics §9: plain values out (not numpy scalars), one allocation entry per region."""
     path, alloc = result
     assert isinstance(path, list) and isinstance(alloc, dict)
     assert all(type(r) is int for r in path)
@@ -326,7 +326,7 @@ def test_even_allocate_extremes():
     ids=["even", "fill"],
 )
 def test_allocators_numpy_inputs_give_plain_values(fn, path, expect):
-    # SPEC section 9: numpy in, plain values out - also when g is a numpy integer.
+    # semantics §9: numpy in, plain values out - also when g is a numpy integer.
     res = fn(np.array(path), np.int64(10), np.array([2, 10, 10]))
     assert res == expect
     assert all(type(r) is int and type(n) is int for r, n in res.items()), res

@@ -1,4 +1,4 @@
-"""The paper's Fig. 1 example (Section II-B, SPEC section 7) under the four baselines.
+"""The paper's Fig. 1 example (Section II-B, semantics §7) under the four baselines.
 
 Numbers, from the ``fig1`` scenario (S = 2048, m = 1, peak 154.8 TFLOP/s, mfu 0.4, bf16):
 

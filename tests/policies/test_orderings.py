@@ -1,4 +1,4 @@
-"""The extra orderings of SPEC section 6: SJF by E(1) and a seeded random order.
+"""The extra orderings of semantics §6: SJF by E(1) and a seeded random order.
 
 E(1) by hand for the fig1 models on Alpaca-52k (52,002 samples), with t_iter(1) = 2 M t_comp(1)
 (one stage, no hops, Eq. 1):

@@ -1,9 +1,9 @@
-"""Every registered policy on random synthetic scenarios (SPEC sections 4 and 6).
+"""Every registered policy on random synthetic scenarios (semantics §4 and §6).
 
 The simulator validates each placement (constraints 5 and 6 and the K* cap) and raises
 PlacementError on a violation, and SimulationError if a job can never start; so a run that
 completes is the main check. On top: every job finished once, at most K* GPUs each, every
-stage fits in GPU memory (SPEC section 3a), and the single-region baselines stay in one region.
+stage fits in GPU memory (semantics §3a), and the single-region baselines stay in one region.
 With memory checked, a run may also end with jobs that can never start (LCF and LDF cannot host
 a job whose memory floor exceeds every single region); that ending is checked too.
 """

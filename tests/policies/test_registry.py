@@ -17,7 +17,7 @@ from bacepipe_env.policies.registry import (
 )
 from bacepipe_env.scenarios import load_scenario
 
-# SPEC section 6 and the brief: BACE-Pipe, the paper's four baselines and three ablations, and
+# semantics §6 and the brief: BACE-Pipe, the paper's four baselines and three ablations, and
 # the extra orderings (SJF, random) paired with BACE-Pipe's placement.
 REQUIRED = {
     "bace-pipe",

@@ -1,4 +1,4 @@
-"""Scenario loading: the built-in scenarios (SPEC section 7), sweep knobs, files, bad input."""
+"""Scenario loading: the built-in scenarios (semantics §7), sweep knobs, files, bad input."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Scenario-file keys of the online world: arrival processes, offered load, horizon, weighted
-job mixes, price model, start hour and egress (SPEC sections 10 and 12)."""
+job mixes, price model, start hour and egress (semantics §10 and §12)."""
 
 from __future__ import annotations
 

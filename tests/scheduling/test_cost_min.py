@@ -1,7 +1,7 @@
 """Alg. 2 (Cost-Min Allocator), hand-worked.
 
 One GPU per path region (lines 1-3), then the surplus ``g - |P|`` to the path regions in
-ascending price, ties in path order (SPEC section 5), each up to its free GPUs (line 8).
+ascending price, ties in path order (semantics §5), each up to its free GPUs (line 8).
 """
 
 from __future__ import annotations

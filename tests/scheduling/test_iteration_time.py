@@ -1,6 +1,6 @@
 """Eq. (1) of the paper: ``t_iter = (sum t_comm + L * t_comp + (M - 1) * Delta) * 2``.
 
-SPEC section 3 states that this equals a micro-batch-level GPipe forward pass, with stages and
+semantics §3 states that this equals a micro-batch-level GPipe forward pass, with stages and
 links as servers in series, doubled for the backward pass. The reference below simulates that
 pipeline micro-batch by micro-batch and does not use the closed form.
 """

@@ -243,8 +243,8 @@ def test_equal_average_price_keeps_earlier_start():
 
 def test_average_price_equal_in_real_arithmetic_keeps_earlier_start():
     # start 0: [0, 1] (link 0 -> 1 = 100), {0:1, 1:1}, average (0.1 + 0.2) / 2 = 0.15;
-    # start 2: [2], {2:2}, average 0.15 * 2 / 2 = 0.15. Equal in real arithmetic (SPEC: only a
-    # strictly lower average replaces), although in floats 0.1 + 0.2 = 0.30000000000000004
+    # start 2: [2], {2:2}, average 0.15 * 2 / 2 = 0.15. Equal in real arithmetic (semantics §5:
+    # only a strictly lower average replaces), although in floats 0.1 + 0.2 = 0.30000000000000004
     # makes the first one look larger by one ulp. The earlier start must be kept.
     free = [1, 1, 2]
     price = [0.1, 0.2, 0.15]
@@ -348,7 +348,7 @@ def reference_cost_min(path: list[int], g: int, free: list[int], cents: list[int
 
 
 def reference_pathfinder(free, cents, bw, k_star, a, t_comp, partial_take):
-    """Alg. 1 re-implemented from the paper text and SPEC section 5, with prices in integer
+    """Alg. 1 re-implemented from the paper text and semantics §5, with prices in integer
     cents so that average-price ties are decided in exact arithmetic."""
     k = len(free)
     fits = [r for r in range(k) if free[r] >= k_star]

@@ -47,6 +47,7 @@ from .experiments.runner import RAY_HINT, RayBackend, default_workers
 from .learned import (
     INSTALL_HINT,
     PRETRAINED,
+    LearnedPolicyError,
     check_model_file,
     is_learned,
     resolve_pretrained,
@@ -1118,10 +1119,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         else:
             try:
                 check_model_file(name)
-            except BacepipeError as err:
-                raise ValidationError(
-                    "--policies", name, getattr(err, "reason", str(err))
-                ) from None
+            except LearnedPolicyError as err:
+                raise ValidationError("--policies", name, err.reason) from None
     if args.reference is not None and args.reference.strip() not in (
         *policies,
         *(learned_display_name(p) for p in policies if is_learned(p)),

@@ -33,6 +33,7 @@ __all__ = [
     "TRAIN_ENTRY_POINTS",
     "LearnedAgent",
     "LearnedLoader",
+    "LearnedPolicyError",
     "TrainCommand",
     "check_model_file",
     "is_learned",
@@ -187,12 +188,19 @@ def learned_prefixes() -> list[str]:
 _POLICY_CHARS = 120
 
 
+class LearnedPolicyError(BacepipeError):
+    """A learned policy ``algo:path`` that cannot be used: one line, ``algo:path: reason``
+    (a long path cut to its start); ``reason`` alone, for a caller that names the policy
+    itself (the CLI's ``--policies``)."""
+
+    def __init__(self, policy: str, reason: str) -> None:
+        super().__init__(f"{shorten(policy, _POLICY_CHARS)}: {reason}")
+        self.reason = reason
+
+
 def _named(policy: str, reason: str) -> BacepipeError:
-    """A one-line error ``algo:path: reason``, a long path cut to its start; the error's
-    ``reason`` attribute holds the reason alone, for a caller that names the policy itself."""
-    err = BacepipeError(f"{shorten(policy, _POLICY_CHARS)}: {reason}")
-    err.reason = reason  # type: ignore[attr-defined]
-    return err
+    """:class:`LearnedPolicyError` of ``policy`` for ``reason``."""
+    return LearnedPolicyError(policy, reason)
 
 
 def _unreadable(policy: str, err: OSError) -> BacepipeError:

@@ -3,10 +3,11 @@ speed work on the simulator honest (issue 14: "records must stay bit-identical")
 
     python benchmarks/record_digests.py > tests/core/data/record_digests.json
 
-was run at commit 6c6cd82, before the simulator's fast paths; ``tests/core/test_record_digests.py``
-recomputes the digests with the current code and compares. A digest is the SHA-256 of every
-field of every record, floats written exactly (``float.hex``), so one changed bit in one
-record changes it.
+was run at commit 6c6cd82, before the simulator's fast paths (the last three scenarios at
+df3ba3f, before issue 26's restructuring); ``tests/core/test_record_digests.py`` recomputes
+the digests with the current code and compares. A digest is the SHA-256 of every field of
+every record, floats written exactly (``float.hex``), so one changed bit in one record
+changes it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from bacepipe_env import bace_pipe, load_scenario, synthetic_scenario
 from bacepipe_env.core.scenario import Scenario
 from bacepipe_env.policies.registry import make_policy
+from bacepipe_env.scenarios.loader import load_scenario_spec
 
 #: name -> (scenario, policy name): the paper's world, a long batch queue, heavy online
 #: queues, hourly prices with egress, faults (restarted jobs rejoin the queue) and K = 64.
@@ -58,6 +60,48 @@ SCENARIOS: dict[str, tuple[Callable[[], Scenario], str]] = {
         "fcfs",
     ),
     "online-2-150-lcf": (lambda: load_scenario("online", seed=2, n_jobs=150), "lcf"),
+    # Added at df3ba3f, before the typed World and the fault events (issue 26): preemption,
+    # the announced calendar, link and price events, and a random start hour.
+    "online-3-120-srtf": (
+        lambda: load_scenario("online", seed=3, n_jobs=120, preemption="srtf"),
+        "bace-pipe",
+    ),
+    "online-4-100-announced": (
+        lambda: load_scenario("online", seed=4, n_jobs=100, announce_h=24.0),
+        "bace-pipe",
+    ),
+    "online-5-80-events": (
+        lambda: load_scenario(
+            {
+                **load_scenario_spec("online"),
+                "events": [
+                    {
+                        "type": "price",
+                        "region": "US-East-2",
+                        "factor": 3.0,
+                        "start_h": 1.0,
+                        "end_h": 40.0,
+                    },
+                    {
+                        "type": "price",
+                        "region": "US-East-2",
+                        "factor": 0.5,
+                        "start_h": 20.0,
+                        "end_h": 60.0,
+                    },
+                    {"type": "outage", "region": "EU-West", "start_h": 10.0, "end_h": 25.0},
+                ],
+            },
+            seed=5,
+            n_jobs=80,
+            prices="hourly",
+            start_hour="random",
+            link_changes=[("US-East-2", "EU-West", 0.25, 2.0, 30.0)],
+            gpu_failure_rate=5e-4,
+            preemption="las",
+        ),
+        "bace-pipe",
+    ),
 }
 
 

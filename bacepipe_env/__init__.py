@@ -31,6 +31,7 @@ from .core import (
     Scenario,
     Simulator,
     TrainingConstants,
+    World,
 )
 from .errors import BacepipeError, PlacementError, ScenarioError, SimulationError, ValidationError
 from .policies import Policy, bace_pipe
@@ -56,6 +57,7 @@ __all__ = [
     "Simulator",
     "TrainingConstants",
     "ValidationError",
+    "World",
     "__version__",
     "bace_pipe",
     "list_scenarios",

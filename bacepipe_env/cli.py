@@ -14,26 +14,21 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, outputs
-from .core.admission import ADMISSION_RULES
-from .core.faults import (
-    DEFAULT_CHECKPOINT_INTERVAL_S,
-    DEFAULT_MAX_PREEMPTIONS,
-    DEFAULT_PREEMPT_CHECKPOINT_S,
-    DEFAULT_RESTART_S,
-    LLAMA3_FAILURE_RATE,
-    LOSE_SINCE_CHECKPOINT,
-)
-from .core.limits import LIMITS, Limit, check_limit
-from .core.preemption import PREEMPTION_RULES, check_preemption
+from .core.limits import LIMITS, Limit
+from .core.preemption import PREEMPTION_RULES
 from .core.simulator import RunResult, lookahead_horizon
-from .core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .core.units import hours
+from .core.world import (
+    KNOBS,
+    Knob,
+    flag_number,
+    number_text,
+)
 from .errors import BacepipeError, OneLineParser, ValidationError, choices, shorten
 from .experiments import SWEEPS, format_table, run_compare, run_sweep
 from .experiments.evaluate import evaluate_policies, learned_display_name
@@ -77,30 +72,6 @@ ONLINE_LOADS = DEFAULT_LOADS  # the experiment's defaults are the command's
 MAX_WORKERS = 1_024
 
 
-def _limit_reason(limit: Limit) -> str:
-    unit = f" {limit.unit}" if limit.unit else ""
-    kind = "a whole number" if limit.integer else "a number"
-    return f"must be {kind} in {limit.text()}{unit}"
-
-
-def flag_number(flag: str, text: Any, key: str | Limit) -> Any:
-    """A flag's text as a number inside ``LIMITS[key]`` (or the Limit ``key``), the one range
-    the scenario file's field of that meaning has; else a one-line ValidationError naming the
-    flag and the range."""
-    limit = LIMITS[key] if isinstance(key, str) else key
-    try:
-        number: float = int(text) if limit.integer else float(text)
-    except (TypeError, ValueError, OverflowError):
-        try:  # "1e3" for a count
-            number = float(text)
-        except (TypeError, ValueError):
-            raise ValidationError(flag, text, _limit_reason(limit)) from None
-    try:
-        return check_limit(flag, number, limit=limit, exc=ValidationError)
-    except ValidationError:
-        raise ValidationError(flag, text, _limit_reason(limit)) from None
-
-
 def _limited(key: str | Limit) -> Any:
     """An argparse type: :func:`flag_number` for a flag that argparse names itself."""
 
@@ -109,9 +80,36 @@ def _limited(key: str | Limit) -> Any:
             return flag_number("", text, key)
         except ValidationError:
             limit = LIMITS[key] if isinstance(key, str) else key
-            raise argparse.ArgumentTypeError(f"{_limit_reason(limit)}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(f"{number_text(limit)}, got {text!r}") from None
 
     return parse
+
+
+def _flag_options(knob: Knob) -> dict[str, Any]:
+    """argparse's options for a world setting's flag: its text is parsed and checked later,
+    by :meth:`Knob.from_flag`, so that a bad value is one line naming the flag."""
+    if knob.scope == "world":
+        default = (
+            "off"
+            if knob.default in (None, ())
+            else f"{knob.default:g}"
+            if isinstance(knob.default, float)
+            else knob.default
+        )
+        said = f"default: the scenario's, {default}"
+    else:
+        said = "default: the scenario's" if knob.default is None else f"default {knob.default:g}"
+    options: dict[str, Any] = {"help": f"{knob.help} ({said})"}
+    if knob.const is True:
+        options.update(action="store_const", const=True)
+    elif knob.repeat:
+        options.update(action="append", metavar=knob.metavar)
+        options["help"] = f"{knob.help} (repeatable)"
+    elif knob.const is not None:
+        options.update(nargs="?", const=knob.const, metavar=knob.metavar)
+    else:
+        options.update(metavar=knob.metavar)
+    return options
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -123,111 +121,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bacepipe {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def world(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--admission",
-            default=None,
-            metavar="RULE",
-            help=f"when an offered placement starts: {', '.join(ADMISSION_RULES)} "
-            "(default: the scenario's, greedy)",
-        )
-        p.add_argument(
-            "--preemption",
-            default=None,
-            metavar="RULE",
-            help=f"which running job a pending one may stop: {', '.join(PREEMPTION_RULES)}, "
-            "with settings after a colon (srtf:factor=3,min_run_h=0.5; las:threshold_gpu_h=200); "
-            "a policy's own rule wins (default: the scenario's, none)",
-        )
-        p.add_argument(
-            "--preempt-checkpoint",
-            default=None,
-            metavar=f"S|{LOSE_SINCE_CHECKPOINT}",
-            help="seconds a preempted job holds its GPUs writing a checkpoint, or "
-            f"{LOSE_SINCE_CHECKPOINT} (it stops at once and loses the work since its last "
-            f"periodic checkpoint; default: the scenario's, {DEFAULT_PREEMPT_CHECKPOINT_S:g})",
-        )
-        p.add_argument(
-            "--max-preemptions",
-            default=None,
-            metavar="N",
-            help="the most times one job may be preempted (default: the scenario's, "
-            f"{DEFAULT_MAX_PREEMPTIONS})",
-        )
-        p.add_argument(
-            "--ignore-memory",
-            action="store_true",
-            help="the paper's literal semantics: start jobs on placements that do not fit in "
-            "GPU memory",
-        )
-        p.add_argument(
-            "--prices",
-            default=None,
-            metavar="MODEL",
-            help=f"electricity prices and carbon: {' or '.join(PRICE_MODELS)} (2023 hourly "
-            "wholesale movement around each region's price; default: the scenario's)",
-        )
-        p.add_argument(
-            "--start-hour",
-            default=None,
-            metavar="H",
-            help=f"the hour of 2023 (UTC) that time 0 falls on, 0 <= H < {HOURS_PER_YEAR}, or "
-            "'random' (drawn from each seed); matters under hourly prices (default: the "
-            "scenario's)",
-        )
-        p.add_argument(
-            "--egress",
-            nargs="?",
-            const=DEFAULT_EGRESS_USD_PER_GB,
-            default=None,
-            metavar="USD_PER_GB",
-            help="charge cross-region traffic at USD_PER_GB each way (bare flag: "
-            f"{DEFAULT_EGRESS_USD_PER_GB}, AWS inter-region; default: the scenario's, off)",
-        )
-        p.add_argument(
-            "--load",
-            default=None,
-            metavar="X",
-            help="offered load of an online workload (poisson or philly arrivals): the arrival "
-            "rate that keeps this fraction of the GPUs busy (default: the scenario's)",
-        )
-        p.add_argument(
-            "--outage",
-            action="append",
-            default=None,
-            metavar="REGION:START_H:END_H",
-            help="take REGION down from hour START_H to END_H: its attempts end and restart "
-            "elsewhere or later (repeatable; adds to the scenario's events)",
-        )
-        p.add_argument(
-            "--link-degrade",
-            action="append",
-            default=None,
-            metavar="SRC:DST:FACTOR:START_H:END_H",
-            help="the link SRC -> DST carries FACTOR (0 < FACTOR <= 1) of its capacity from "
-            "hour START_H to END_H (repeatable; adds to the scenario's events)",
-        )
-        p.add_argument(
-            "--gpu-failure-rate",
-            default=None,
-            metavar="PER_GPU_HOUR",
-            help="GPU failures per GPU-hour, a Poisson process per GPU drawn from the seed "
-            f"(Llama 3 measured ~{LLAMA3_FAILURE_RATE:.1e}; default: the scenario's, 0)",
-        )
-        p.add_argument(
-            "--checkpoint-interval-s",
-            default=None,
-            metavar="S",
-            help="a job checkpoints every S seconds of computing (default: the scenario's, "
-            f"{DEFAULT_CHECKPOINT_INTERVAL_S:g})",
-        )
-        p.add_argument(
-            "--restart-s",
-            default=None,
-            metavar="S",
-            help="seconds to restore the checkpoint on every attempt after the first "
-            f"(default: the scenario's, {DEFAULT_RESTART_S:g})",
-        )
+    def world(p: argparse.ArgumentParser, *scopes: str) -> None:
+        """The world's flags, one per row of KNOBS in ``scopes`` (default ``world``)."""
+        for knob in KNOBS.values():
+            if knob.flag and knob.scope in (scopes or ("world",)):
+                p.add_argument(knob.flag, dest=knob.name, default=None, **_flag_options(knob))
 
     sim = sub.add_parser("simulate", help="run a policy (BACE-Pipe) on a scenario, print every job")
     sim.add_argument(
@@ -243,27 +141,6 @@ def _parser() -> argparse.ArgumentParser:
         help="seed of the scenario's random draws (default 0)",
     )
     sim.add_argument(
-        "--bandwidth-scale",
-        type=_limited("bandwidth_scale"),
-        default=1.0,
-        metavar="X",
-        help="multiply every inter-region link (default 1)",
-    )
-    sim.add_argument(
-        "--gpu-scale",
-        type=_limited("gpu_scale"),
-        default=1.0,
-        metavar="X",
-        help="multiply every region's GPUs, rounded, at least 1 (default 1)",
-    )
-    sim.add_argument(
-        "--jobs",
-        type=_limited("workload.n_jobs"),
-        default=None,
-        metavar="N",
-        help="number of jobs (default: the scenario's)",
-    )
-    sim.add_argument(
         "--policy",
         default="bace-pipe",
         metavar="NAME",
@@ -274,7 +151,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="BACE-Pipe with Pathfinder taking part of a region's free GPUs (not in the paper)",
     )
-    world(sim)
+    world(sim, "simulate", "world")
     sim.add_argument(
         "--json",
         metavar="OUT",
@@ -692,127 +569,16 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
     return "\n".join(out)
 
 
-def _start_hour(text: str) -> float | str:
-    """``--start-hour``: ``random`` or an hour of 2023 in [0, 8760)."""
-    if text.strip() == "random":
-        return "random"
-    reason = f"must be an hour of 2023, 0 <= H < {HOURS_PER_YEAR}, or 'random'"
-    try:
-        hour = float(text)
-    except ValueError:
-        raise ValidationError("--start-hour", text, reason) from None
-    if not 0 <= hour < HOURS_PER_YEAR:  # also NaN
-        raise ValidationError("--start-hour", text, reason)
-    return hour
-
-
-def _window(flag: str, spec: str, start: str, end: str) -> tuple[float, float]:
-    """``START_H`` and ``END_H`` of a fault flag: numbers of hours, 0 <= START_H < END_H."""
-    t0 = flag_number(f"{flag} START_H", start, "events.start_h")
-    t1 = flag_number(f"{flag} END_H", end, "events.end_h")
-    if t1 <= t0:
-        raise ValidationError(flag, spec, "END_H must be after START_H")
-    return t0, t1
-
-
-def parse_outage(spec: str) -> tuple[str, float, float]:
-    """``--outage EU-West:5:8`` -> ``("EU-West", 5.0, 8.0)``; the region is checked when the
-    scenario loads."""
-    fields = spec.split(":")
-    if len(fields) != 3 or not fields[0].strip():
-        raise ValidationError("--outage", spec, "expected REGION:START_H:END_H, e.g. EU-West:5:8")
-    region, start, end = (f.strip() for f in fields)
-    t0, t1 = _window("--outage", spec, start, end)
-    return region, t0, t1
-
-
-def parse_link_degrade(spec: str) -> tuple[str, str, float, float, float]:
-    """``--link-degrade EU-West:US-East-2:0.5:2:6`` -> ``("EU-West", "US-East-2", 0.5, 2.0,
-    6.0)``; the regions are checked when the scenario loads."""
-    fields = spec.split(":")
-    if len(fields) != 5 or not fields[0].strip() or not fields[1].strip():
-        raise ValidationError(
-            "--link-degrade",
-            spec,
-            "expected SRC:DST:FACTOR:START_H:END_H, e.g. EU-West:US-East-2:0.5:2:6",
-        )
-    src, dst, factor, start, end = (f.strip() for f in fields)
-    if src == dst:
-        raise ValidationError("--link-degrade", spec, "a link joins two different regions")
-    f = flag_number("--link-degrade FACTOR", factor, "events.factor (link)")
-    t0, t1 = _window("--link-degrade", spec, start, end)
-    return src, dst, f, t0, t1
-
-
-def _faults(args: argparse.Namespace) -> dict[str, Any]:
-    """The fault flags as load_scenario keywords, tuples (RunSpec knobs are hashable)."""
-    knobs: dict[str, Any] = {}
-    if args.outage:
-        knobs["outages"] = tuple(parse_outage(x) for x in args.outage)
-    if args.link_degrade:
-        knobs["link_changes"] = tuple(parse_link_degrade(x) for x in args.link_degrade)
-    if args.gpu_failure_rate is not None:
-        knobs["gpu_failure_rate"] = flag_number(
-            "--gpu-failure-rate", args.gpu_failure_rate, "gpu_failure_rate"
-        )
-    if args.checkpoint_interval_s is not None:
-        knobs["checkpoint_interval_s"] = flag_number(
-            "--checkpoint-interval-s", args.checkpoint_interval_s, "checkpoint_interval_s"
-        )
-    if args.restart_s is not None:
-        knobs["restart_s"] = flag_number("--restart-s", args.restart_s, "restart_s")
-    if args.preemption is not None:
-        knobs["preemption"] = _preemption_flag(args.preemption)
-    if args.preempt_checkpoint is not None:
-        if args.preempt_checkpoint == LOSE_SINCE_CHECKPOINT:
-            knobs["preempt_checkpoint_s"] = LOSE_SINCE_CHECKPOINT
-        else:
-            try:
-                knobs["preempt_checkpoint_s"] = flag_number(
-                    "--preempt-checkpoint", args.preempt_checkpoint, "preempt_checkpoint_s"
-                )
-            except ValidationError:
-                raise ValidationError(
-                    "--preempt-checkpoint",
-                    args.preempt_checkpoint,
-                    f"must be seconds in [0, 10,000,000] or {LOSE_SINCE_CHECKPOINT}",
-                ) from None
-    if args.max_preemptions is not None:
-        knobs["max_preemptions"] = flag_number(
-            "--max-preemptions", args.max_preemptions, "max_preemptions"
-        )
-    return knobs
-
-
 def _world(args: argparse.Namespace) -> dict[str, Any]:
-    """The world flags (--admission, --ignore-memory, --prices, --start-hour, --egress, --load
-    and the fault flags --outage, --link-degrade, --gpu-failure-rate, --checkpoint-interval-s,
-    --restart-s) as load_scenario keywords; unset ones are left out, so that the scenario
-    file's own fields apply."""
+    """The world flags given (one per row of KNOBS: --admission, --prices, --outage, ...) as
+    load_scenario keywords, each parsed and checked by its row; flags not given are left
+    out, so that the scenario file's own fields apply. List values are tuples (RunSpec knobs
+    are hashable)."""
     knobs: dict[str, Any] = {}
-    if args.admission is not None:
-        if args.admission not in ADMISSION_RULES:
-            raise ValidationError(
-                "--admission", args.admission, f"choose from: {', '.join(ADMISSION_RULES)}"
-            )
-        knobs["admission"] = args.admission
-    if args.ignore_memory:
-        knobs["ignore_memory"] = True
-    if args.prices is not None:
-        if args.prices not in PRICE_MODELS:
-            raise ValidationError(
-                "--prices", args.prices, f"choose from: {', '.join(PRICE_MODELS)}"
-            )
-        knobs["prices"] = args.prices
-    if args.start_hour is not None:
-        knobs["start_hour"] = _start_hour(args.start_hour)
-    if args.egress is not None:
-        knobs["egress_usd_per_gb"] = flag_number(
-            "--egress", args.egress, replace(LIMITS["egress_usd_per_gb"], open_low=True)
-        )
-    if args.load is not None:
-        knobs["load"] = flag_number("--load", args.load, "workload.load")
-    knobs.update(_faults(args))
+    for knob in KNOBS.values():
+        text = getattr(args, knob.name, None) if knob.flag else None
+        if text is not None:
+            knobs[knob.name] = knob.from_flag(text)
     return knobs
 
 
@@ -825,14 +591,7 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.partial_take
         else make_policy(args.policy, seed=args.seed)
     )
-    scenario = load_scenario(
-        args.scenario,
-        seed=args.seed,
-        bandwidth_scale=args.bandwidth_scale,
-        gpu_scale=args.gpu_scale,
-        n_jobs=args.jobs,
-        **knobs,
-    )
+    scenario = load_scenario(args.scenario, seed=args.seed, **knobs)
     result = policy.simulate(scenario)
     names = scenario.cluster.names
     if args.json != "-":
@@ -1095,10 +854,7 @@ def _faults_experiment(args: argparse.Namespace) -> int:
 
 def _preemption_flag(text: str) -> str:
     """``--preemption``: a rule spec, canonical (``srtf:factor=3``), else one line."""
-    try:
-        return check_preemption(text, field="--preemption")
-    except ValidationError as err:
-        raise ValidationError("--preemption", text, err.reason) from None
+    return str(KNOBS["preemption"].from_flag(text))
 
 
 def _evaluate(args: argparse.Namespace) -> int:

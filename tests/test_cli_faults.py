@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bacepipe_env.cli import main, parse_link_degrade, parse_outage
+from bacepipe_env.cli import main
+from bacepipe_env.core.world import parse_link_degrade, parse_outage
 from bacepipe_env.errors import ValidationError
 
 

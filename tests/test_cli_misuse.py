@@ -38,19 +38,19 @@ def test_seeds_are_bounded(seeds, capsys, tmp_path):
     [
         (
             ["simulate", "--scenario", "paper", "--jobs", "10000001"],
-            "argument --jobs: must be a whole number in [1, 10,000,000] jobs, got '10000001'",
+            "--jobs: must be a whole number in [1, 10,000,000] jobs (got '10000001')",
         ),
         (
             ["simulate", "--scenario", "paper", "--jobs", "100000000"],
-            "argument --jobs: must be a whole number in [1, 10,000,000]",
+            "--jobs: must be a whole number in [1, 10,000,000]",
         ),
         (
             ["simulate", "--scenario", "paper", "--gpu-scale", "1e308"],
-            "argument --gpu-scale: must be a number in (0, 1,000], got '1e308'",
+            "--gpu-scale: must be a number in (0, 1,000] (got '1e308')",
         ),
         (
             ["simulate", "--scenario", "paper", "--bandwidth-scale", "0"],
-            "argument --bandwidth-scale: must be a number in (0, 1,000]",
+            "--bandwidth-scale: must be a number in (0, 1,000]",
         ),
         (
             ["simulate", "--scenario", "paper", "--seed", str(2**63)],

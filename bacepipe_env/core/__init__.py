@@ -14,9 +14,11 @@ from .simulator import (
     SchedulerView,
     Simulator,
 )
+from .world import KNOBS, World
 
 __all__ = [
     "DEFAULT_POWER_KW",
+    "KNOBS",
     "Cluster",
     "Job",
     "JobProfile",
@@ -31,6 +33,7 @@ __all__ = [
     "SchedulerView",
     "Simulator",
     "TrainingConstants",
+    "World",
     "iteration_time",
     "profile_job",
 ]

@@ -7,62 +7,71 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..errors import ScenarioError, ValidationError
-from .admission import ADMISSION_RULES
+from ..errors import ScenarioError
 from .cluster import Cluster
 from .faults import FaultModel
 from .job import Job
 from .limits import MAX_JOBS
 from .memory import layers_per_stage
 from .perf import JobProfile, ProfileCache
-from .preemption import check_preemption
 from .tariff import Tariff
-from .validate import require_float
+from .world import MAX_ANNOUNCE_H, World, check_announce_h
 
-__all__ = ["MAX_ANNOUNCE_H", "Scenario", "check_announce_h"]
-
-#: The longest calendar of announced jobs, in hours (``announce_h``): 1e6 h, as for
-#: ``lookahead="announced:H"``.
-MAX_ANNOUNCE_H = 1e6
-
-
-def check_announce_h(value: Any, field: str = "announce_h") -> float:
-    """``announce_h`` as a float: finite hours in [0, 1e6], else a one-line ScenarioError."""
-    return require_float(field, value, minimum=0.0, maximum=MAX_ANNOUNCE_H)
+__all__ = ["MAX_ANNOUNCE_H", "Scenario", "World", "check_announce_h"]
 
 
 @dataclass(frozen=True, eq=False)
 class Scenario:
-    """A cluster and its workload. ``params`` records how it was made (file, seed, scales).
+    """A cluster, its workload and its world. ``params`` records how it was made (file, seed,
+    scales).
 
+    ``world`` (:class:`~bacepipe_env.core.world.World`) holds every world setting. Among them:
     ``ignore_memory`` restores the paper's literal semantics, where a job may start on any
     number of GPUs (semantics §3a); otherwise every job must be able to fit in GPU memory on
     some set of regions, or the scenario is rejected here. ``admission`` names the rule that
-    decides whether an offered placement is taken now (semantics §3b). ``tariff`` prices
-    electricity, carbon and egress over time (semantics §10); the default is the cluster's
-    flat prices and carbon intensities, without egress. ``faults`` (semantics §11) lists the
-    outages, link and price changes and the GPU failure rate, and what an interrupted attempt
-    costs; None is the perfect world with the default costs. ``preemption`` names the rule that
-    decides whether a running job is stopped so that a pending one can start (semantics §3c):
-    ``none`` (the default), ``srtf`` or ``las``, with settings (``srtf:factor=3``).
-    ``announce_h`` (hours, default 0: no calendar) is how long before its submit time a job
+    decides whether an offered placement is taken now (semantics §3b); ``preemption`` the rule
+    that decides whether a running job is stopped so that a pending one can start (semantics
+    §3c); ``announce_h`` (hours, default 0: no calendar) how long before its submit time a job
     is known, as large training runs are planned ahead: it changes no dynamics (a job still
     starts no earlier than its submit time), only what a scheduler may see
     (:meth:`~bacepipe_env.core.simulator.Simulator.announced`).
+
+    Two parts are built from the world and the scenario file together: ``tariff`` prices
+    electricity, carbon and egress over time (semantics §10; the default is the cluster's flat
+    prices and carbon intensities, without egress), and ``faults`` (semantics §11) lists the
+    outages, link and price changes and the GPU failure rate, and what an interrupted attempt
+    costs (None: the perfect world with the default costs).
     """
 
     name: str
     cluster: Cluster
     jobs: tuple[Job, ...]
+    world: World = field(default_factory=World)
     description: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
     profile_cache: ProfileCache | None = field(default=None, repr=False, compare=False)
-    ignore_memory: bool = False
-    admission: str = "greedy"
     tariff: Tariff = None  # type: ignore[assignment]  # None: flat, from the cluster
     faults: FaultModel | None = None
-    preemption: str = "none"
-    announce_h: float = 0.0
+
+    @property
+    def ignore_memory(self) -> bool:
+        """``world.ignore_memory``: whether placements may exceed GPU memory (semantics §3a)."""
+        return self.world.ignore_memory
+
+    @property
+    def admission(self) -> str:
+        """``world.admission``: the admission rule's name (semantics §3b)."""
+        return self.world.admission
+
+    @property
+    def preemption(self) -> str:
+        """``world.preemption``: the preemption rule's canonical spec (semantics §3c)."""
+        return self.world.preemption
+
+    @property
+    def announce_h(self) -> float:
+        """``world.announce_h``: hours ahead a job is announced (semantics §13)."""
+        return self.world.announce_h
 
     def __post_init__(self) -> None:
         jobs = tuple(self.jobs)
@@ -77,16 +86,8 @@ class Scenario:
             dupes = sorted({i for i in ids if ids.count(i) > 1})
             raise ScenarioError("jobs", dupes, "job ids must be unique")
         object.__setattr__(self, "jobs", jobs)
-        if not isinstance(self.ignore_memory, bool):
-            raise ScenarioError("ignore_memory", self.ignore_memory, "must be true or false")
-        if self.admission not in ADMISSION_RULES:
-            known = ", ".join(ADMISSION_RULES)
-            raise ScenarioError("admission", self.admission, f"unknown rule; choose from: {known}")
-        try:
-            object.__setattr__(self, "preemption", check_preemption(self.preemption))
-        except ValidationError as err:
-            raise ScenarioError("preemption", self.preemption, err.reason) from None
-        object.__setattr__(self, "announce_h", check_announce_h(self.announce_h))
+        if not isinstance(self.world, World):
+            raise ScenarioError("world", self.world, "must be a World")
         if self.faults is not None:
             if not isinstance(self.faults, FaultModel):
                 raise ScenarioError("faults", self.faults, "must be a FaultModel")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-import inspect
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,10 +16,11 @@ import numpy as np
 from ..core.scenario import Scenario
 from ..core.units import SECONDS_PER_HOUR
 from ..core.validate import require_float, require_int
+from ..core.world import KNOBS
 from ..errors import MAX_FIELD_CHARS, MAX_VALUE_CHARS, ValidationError, choices, shorten
 from ..policies.registry import make_placement  # the one registry of placements
 from ..scenarios.generators import RandomScenarioGenerator, ScenarioSampler
-from ..scenarios.loader import compile_scenario, list_scenarios
+from ..scenarios.loader import list_scenarios
 
 __all__ = [
     "ENTRY_KNOBS",
@@ -240,8 +240,8 @@ def _as_env_field(err: ValidationError) -> ValidationError:
 
 def scenario_knob_names(scenario: object) -> list[str]:
     """The knobs a scenario source takes as keyword arguments: :class:`RandomScenarioGenerator`'s
-    fields for ``"random"``, :func:`compile_scenario`'s keywords for a name or a file, none for
-    a Scenario object or a generator."""
+    fields for ``"random"``, the world's settings (:data:`~bacepipe_env.core.world.KNOBS`) for a
+    name or a file, none for a Scenario object or a generator."""
     if scenario == "random":
         return [
             f.name
@@ -249,8 +249,7 @@ def scenario_knob_names(scenario: object) -> list[str]:
             if f.init and not f.name.startswith("_")
         ]
     if isinstance(scenario, (str, os.PathLike)):
-        params = inspect.signature(compile_scenario).parameters.values()
-        return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY]
+        return list(KNOBS)
     return []
 
 

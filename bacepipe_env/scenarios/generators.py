@@ -14,17 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from ..core.admission import ADMISSION_RULES
 from ..core.cluster import Cluster, Region
 from ..core.job import Job
 from ..core.limits import HORIZON_H, HORIZON_S, check_limit, check_memory
 from ..core.memory import memory_floor
 from ..core.perf import ProfileCache, profile_job
-from ..core.preemption import check_preemption
-from ..core.scenario import Scenario, check_announce_h
+from ..core.scenario import Scenario
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s
 from ..core.validate import require_float, require_int
-from ..errors import ScenarioError, ValidationError
+from ..core.world import World
+from ..errors import ScenarioError
 from .arrivals import check_arrival_span
 from .loader import (
     ScenarioTemplate,
@@ -173,6 +172,7 @@ class RandomScenarioGenerator:
     preemption: str = "none"
     announce_h: float = 0.0
     _profiles: ProfileCache = field(default_factory=ProfileCache, repr=False, compare=False)
+    _world: World = field(default_factory=World, init=False, repr=False, compare=False)
     _paper: ScenarioTemplate = field(
         default_factory=lambda: compile_scenario(load_scenario_spec("paper")),
         repr=False,
@@ -218,16 +218,16 @@ class RandomScenarioGenerator:
         for i, b in enumerate(self.intra_gbps_choices):
             require_float(f"intra_gbps_choices[{i}]", b, positive=True)
         require_float("gpu_memory_gb", self.gpu_memory_gb, positive=True)
-        if not isinstance(self.ignore_memory, bool):
-            raise ScenarioError("ignore_memory", self.ignore_memory, "must be True or False")
-        if self.admission not in ADMISSION_RULES:
-            known = ", ".join(ADMISSION_RULES)
-            raise ScenarioError("admission", self.admission, f"unknown rule; choose from: {known}")
-        try:
-            object.__setattr__(self, "preemption", check_preemption(self.preemption))
-        except ValidationError as err:
-            raise ScenarioError("preemption", self.preemption, err.reason) from None
-        object.__setattr__(self, "announce_h", check_announce_h(self.announce_h))
+        # every episode's world settings, validated by the World's table
+        world = World(
+            ignore_memory=self.ignore_memory,
+            admission=self.admission,
+            preemption=self.preemption,
+            announce_h=self.announce_h,
+        )
+        object.__setattr__(self, "_world", world)
+        object.__setattr__(self, "preemption", world.preemption)
+        object.__setattr__(self, "announce_h", world.announce_h)
         memory = self.gpu_memory_gb * 1e9
         floors = {}
         for name, (model, batch) in self._paper.models.items():
@@ -308,11 +308,8 @@ class RandomScenarioGenerator:
             "random",
             cluster,
             tuple(jobs),
+            self._world,
             f"{k} random regions, {n} random jobs",
             {"generator": "RandomScenarioGenerator", "n_regions": k, "n_jobs": n},
             self._profiles,
-            ignore_memory=self.ignore_memory,
-            admission=self.admission,
-            preemption=self.preemption,
-            announce_h=self.announce_h,
         )

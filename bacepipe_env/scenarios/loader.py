@@ -8,7 +8,6 @@ and either an explicit job list or a workload rule. The schema is documented in
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 import math
 import os
@@ -22,28 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from ..core.admission import ADMISSION_RULES
 from ..core.cluster import DEFAULT_GPU_MEMORY_BYTES, Cluster, Region
-from ..core.faults import (
-    DEFAULT_CHECKPOINT_INTERVAL_S,
-    DEFAULT_MAX_PREEMPTIONS,
-    DEFAULT_PREEMPT_CHECKPOINT_S,
-    DEFAULT_RESTART_S,
-    LOSE_SINCE_CHECKPOINT,
-    FaultModel,
-    LinkChange,
-    Outage,
-    PriceChange,
-)
+from ..core.faults import LOSE_SINCE_CHECKPOINT, FaultModel, LinkChange, Outage, PriceChange
 from ..core.job import Job, ModelSpec, TrainingConstants
 from ..core.limits import LIMITS, check_limit, check_matrix, check_memory
 from ..core.perf import ProfileCache, profile_job
-from ..core.preemption import check_preemption
-from ..core.scenario import Scenario, check_announce_h
-from ..core.tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS, Tariff
+from ..core.scenario import Scenario
+from ..core.tariff import HOURS_PER_YEAR, Tariff
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
-from ..core.validate import require_float, require_square_matrix, require_str
-from ..errors import ScenarioError, ValidationError, choices
+from ..core.validate import require_square_matrix, require_str
+from ..core.world import KNOBS, World, check_knob_names
+from ..errors import ScenarioError, choices
 from .arrivals import ARRIVAL_PROCESSES, arrival_times, check_arrival_span
 
 __all__ = [
@@ -78,19 +66,9 @@ _TOP_KEYS = {
     "datasets",
     "jobs",
     "workload",
-    "ignore_memory",
-    "admission",
-    "prices",
-    "start_hour",
-    "egress_usd_per_gb",
     "events",
-    "gpu_failure_rate",
-    "checkpoint_interval_s",
-    "restart_s",
-    "preemption",
-    "preempt_checkpoint_s",
-    "max_preemptions",
-    "announce_h",
+    # the world's settings: every KNOBS row with a top-level file key
+    *(k.key for k in KNOBS.values() if k.key and "." not in k.key),
 }
 _EVENT_KEYS = {
     "outage": {"type", "region", "start_h", "end_h"},
@@ -252,37 +230,28 @@ def _parse_toml(text: str, origin: str) -> dict[str, Any]:
 
 
 def load_scenario(
-    source: str | os.PathLike[str] | Mapping[str, Any], *, seed: int = 0, **knobs: Any
+    source: str | os.PathLike[str] | Mapping[str, Any],
+    *,
+    seed: int = 0,
+    world: World | None = None,
+    **knobs: Any,
 ) -> Scenario:
     """Load a scenario by built-in name, file path (a string or any ``os.PathLike``) or
-    already-parsed mapping, and apply the sweep knobs (semantics §7), the keyword arguments
-    of :func:`compile_scenario`:
+    already-parsed mapping, in the file's world with ``knobs`` set.
 
-    - ``seed`` drives the random parts of a workload rule (dataset and model draws, arrivals);
-    - ``bandwidth_scale`` multiplies every inter-region link (not the intra-region bandwidth);
-    - ``gpu_scale`` multiplies every region's GPUs, rounded half up, at least 1;
-    - ``n_jobs`` overrides the workload's job count (explicit job lists are cut or cycled);
-      at most 10,000,000 (``core.limits.MAX_JOBS``), as a job list or a rule's ``n_jobs``, and
-      refused before any job is built when the machine's free memory cannot hold them
-      (:func:`~bacepipe_env.core.limits.check_memory`);
-    - ``ignore_memory``, ``admission``, ``prices`` (``flat`` or ``hourly``), ``start_hour``
-      (an hour of 2023 or ``"random"``, drawn from the seed) and ``egress_usd_per_gb``
-      override the file's fields of those names (defaults: memory is checked, ``greedy``
-      admission, flat prices from hour 0, no egress charge, semantics §10);
-    - ``load`` sets an online workload's arrival rate from its offered load (see
-      :meth:`ScenarioTemplate.offered_load`), and ``horizon_h`` keeps only the jobs that
-      arrive within that many hours (at most ``n_jobs`` of them either way);
-    - ``outages`` ``(region, start_h, end_h)`` and ``link_changes`` ``(src, dst, factor,
-      start_h, end_h)`` add to the file's ``events``; ``gpu_failure_rate`` (per GPU-hour),
-      ``checkpoint_interval_s`` and ``restart_s`` override its fields (semantics §11);
-    - ``preemption`` (``none``, ``srtf``, ``las``, with settings: ``srtf:factor=3``),
-      ``preempt_checkpoint_s`` (seconds, or ``"lose-since-checkpoint"``) and
-      ``max_preemptions`` override the file's fields (defaults ``none``, 60 s, 4; semantics §3c);
-    - ``announce_h`` (hours in [0, 1e6]) overrides the file's field: how long before its
-      submit time a job is announced (default 0, no calendar; see :class:`Scenario`).
-    """
+    ``seed`` drives the random parts of a workload rule (dataset and model draws, arrivals,
+    a random start hour). The world's settings are :class:`~bacepipe_env.core.world.World`'s
+    fields, one row each in :data:`~bacepipe_env.core.world.KNOBS` (``docs/scenarios.md``
+    shows the table): ``bandwidth_scale``, ``gpu_scale``, ``n_jobs``, ``ignore_memory``,
+    ``admission``, ``prices``, ``start_hour``, ``egress_usd_per_gb``, ``load``, ``horizon_h``,
+    ``outages``, ``link_changes``, ``gpu_failure_rate``, ``checkpoint_interval_s``,
+    ``restart_s``, ``preemption``, ``preempt_checkpoint_s``, ``max_preemptions`` and
+    ``announce_h``. A knob given overrides the file's field of that name (None
+    leaves it); ``outages`` and ``link_changes`` add to the file's ``events``. ``world``, when
+    given, replaces the file's world settings as a whole (the knobs then apply on top): a
+    scenario's ``world`` loads it again in the same world."""
     spec = source if isinstance(source, Mapping) else load_scenario_spec(source)
-    return build_scenario(spec, seed=seed, **knobs)
+    return build_scenario(spec, seed=seed, world=world, **knobs)
 
 
 def scale_gpus(gpus: int, scale: float) -> int:
@@ -291,16 +260,10 @@ def scale_gpus(gpus: int, scale: float) -> int:
 
 
 def check_knobs(knobs: Mapping[str, Any]) -> dict[str, Any]:
-    """``knobs`` if every name is a keyword of :func:`compile_scenario`, else a one-line
-    ValidationError naming the first unknown one and the known ones."""
-    known = [
-        name
-        for name, p in inspect.signature(compile_scenario).parameters.items()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
-    ]
-    for name in knobs:
-        if name not in known:
-            raise ValidationError(name, knobs[name], f"unknown knob; known: {choices(known)}")
+    """``knobs`` if every name is a world setting (a row of
+    :data:`~bacepipe_env.core.world.KNOBS`), else a one-line ValidationError naming the first
+    unknown one and the known ones."""
+    check_knob_names(knobs)
     return dict(knobs)
 
 
@@ -309,13 +272,13 @@ def build_scenario(
     *,
     seed: int = 0,
     profile_cache: ProfileCache | None = None,
+    world: World | None = None,
     **knobs: Any,
 ) -> Scenario:
-    """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`; the
-    knobs are :func:`compile_scenario`'s).
+    """Validate a parsed scenario mapping and materialise it (see :func:`load_scenario`).
 
     ``profile_cache`` lets a caller that builds many scenarios profile each job shape once."""
-    template = compile_scenario(spec, **check_knobs(knobs))
+    template = compile_scenario(spec, world=world, **knobs)
     return template.materialize(seed, profile_cache=profile_cache)
 
 
@@ -369,45 +332,40 @@ class ScenarioTemplate:
     datasets: Mapping[str, int]  # name -> samples
     constants: TrainingConstants
     epochs: int
-    knobs: Mapping[str, Any]
+    world: World  # the file's world settings with the knobs set
     rows: tuple[JobRow, ...] | None = None  # an explicit job list
     workload: WorkloadRule | None = None  # a validated workload rule
-    ignore_memory: bool = False
-    admission: str = "greedy"
-    prices: str = "flat"
-    start_hour: float | None = 0.0  # None: drawn from the seed
     zones: tuple[str, ...] = ()  # per region, its hourly series (hourly prices)
-    egress_usd_per_gb: float | tuple[tuple[float, ...], ...] | None = None
     faults: FaultModel | None = None  # outages, link and price changes, GPU failures
-    preemption: str = "none"  # the preemption rule (semantics §3c)
-    announce_h: float = 0.0  # hours ahead a job is announced (0: no calendar)
 
     def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
         """The scenario for ``seed``: the workload rule's draws come from
         ``numpy.random.default_rng(seed)`` in a fixed order (models, datasets, arrivals, then
         the start hour when it is ``random``)."""
         seed = check_limit("seed", seed)
-        if self.rows is not None and self.start_hour is not None:  # nothing to draw
-            jobs, start_hour, tariff = self._listed_jobs, self.start_hour, self._start_tariff
+        w = self.world
+        if self.rows is not None and not w.random_start:  # nothing to draw
+            jobs, world, tariff = self._listed_jobs, w, self._start_tariff
         else:
             rng = np.random.default_rng(seed)
             jobs = self._listed_jobs if self.rows is not None else self._jobs(self._draw(rng))
-            if self.start_hour is None:
-                start_hour = float(rng.integers(HOURS_PER_YEAR))
-                tariff = self._tariff(start_hour)
+            if w.random_start:
+                hour = float(rng.integers(HOURS_PER_YEAR))
+                world, tariff = dataclasses.replace(w, start_hour=hour), self._tariff(hour)
             else:
-                start_hour, tariff = self.start_hour, self._start_tariff
+                world, tariff = w, self._start_tariff
         params = {
             "seed": seed,
-            **self.knobs,
+            "bandwidth_scale": w.bandwidth_scale,
+            "gpu_scale": w.gpu_scale,
             "n_jobs": len(jobs),
-            "ignore_memory": self.ignore_memory,
-            "admission": self.admission,
-            "preemption": self.preemption,
-            "announce_h": self.announce_h,
-            "prices": self.prices,
-            "start_hour": start_hour,
-            "egress": self.egress_usd_per_gb is not None,
+            "ignore_memory": w.ignore_memory,
+            "admission": w.admission,
+            "preemption": w.preemption,
+            "announce_h": w.announce_h,
+            "prices": w.prices,
+            "start_hour": world.start_hour,
+            "egress": w.egress_usd_per_gb is not None,
             "source": self.source,
         }
         if self.workload is not None and self.workload.arrivals != "batch":
@@ -417,15 +375,12 @@ class ScenarioTemplate:
             self.name,
             self.cluster,
             tuple(jobs),
+            world,
             self.description,
             params,
             profile_cache,
-            ignore_memory=self.ignore_memory,
-            admission=self.admission,
             tariff=tariff,
             faults=self.faults,
-            preemption=self.preemption,
-            announce_h=self.announce_h,
         )
 
     @cached_property
@@ -438,17 +393,17 @@ class ScenarioTemplate:
     @cached_property
     def _start_tariff(self) -> Tariff:
         """The tariff at the template's fixed start hour, built once (tariffs are immutable)."""
-        assert self.start_hour is not None
-        return self._tariff(self.start_hour)
+        assert not self.world.random_start
+        return self._tariff(float(self.world.start_hour))
 
     def _tariff(self, start_hour: float) -> Tariff:
         return Tariff(
             self.cluster.prices,
             self.cluster.carbon,
-            model=self.prices,
+            model=self.world.prices,
             start_hour=start_hour,
             zones=self.zones or None,
-            egress_usd_per_gb=self.egress_usd_per_gb,
+            egress_usd_per_gb=self.world.egress_usd_per_gb,
             price_changes=self.faults.prices if self.faults is not None else (),
         )
 
@@ -522,82 +477,37 @@ class ScenarioTemplate:
 
 
 def compile_scenario(
-    spec: Mapping[str, Any],
-    *,
-    bandwidth_scale: float = 1.0,
-    gpu_scale: float = 1.0,
-    n_jobs: int | None = None,
-    ignore_memory: bool | None = None,
-    admission: str | None = None,
-    prices: str | None = None,
-    start_hour: float | str | None = None,
-    egress_usd_per_gb: float | None = None,
-    load: float | None = None,
-    horizon_h: float | None = None,
-    outages: Sequence[tuple[str, float, float]] = (),
-    link_changes: Sequence[tuple[str, str, float, float, float]] = (),
-    gpu_failure_rate: float | None = None,
-    checkpoint_interval_s: float | None = None,
-    restart_s: float | None = None,
-    preemption: str | None = None,
-    preempt_checkpoint_s: float | str | None = None,
-    max_preemptions: int | None = None,
-    announce_h: float | None = None,
+    spec: Mapping[str, Any], *, world: World | None = None, **knobs: Any
 ) -> ScenarioTemplate:
-    """Validate a parsed scenario mapping and build everything but the seeded draws; the
-    keyword arguments, when given, override the file's fields (see :func:`load_scenario`)."""
+    """Validate a parsed scenario mapping and build everything but the seeded draws, in the
+    file's world (or ``world``) with ``knobs`` set (see :func:`load_scenario`)."""
     if not isinstance(spec, Mapping):
         raise ScenarioError("scenario", type(spec).__name__, "must be a mapping")
     _no_unknown_keys("scenario", spec, _TOP_KEYS)
-    bandwidth_scale = check_limit("bandwidth_scale", bandwidth_scale)
-    gpu_scale = check_limit("gpu_scale", gpu_scale)
-    if n_jobs is not None:
-        n_jobs = check_limit("workload.n_jobs", n_jobs, field="n_jobs")
+    w = (World.from_file(spec) if world is None else world).with_knobs(knobs)
     name = require_str("name", spec.get("name", "custom"))
     description, source = (_text(key, spec.get(key, "")) for key in ("description", "source"))
-    ignore = spec.get("ignore_memory", False) if ignore_memory is None else ignore_memory
-    if not isinstance(ignore, bool):
-        field = "ignore_memory" if ignore_memory is None else "--ignore-memory"
-        raise ScenarioError(field, ignore, "must be true or false")
-    rule = spec.get("admission", "greedy") if admission is None else admission
-    if rule not in ADMISSION_RULES:
-        raise ScenarioError(
-            "admission", rule, f"unknown rule; choose from: {', '.join(ADMISSION_RULES)}"
-        )
-    stop = spec.get("preemption", "none") if preemption is None else preemption
-    try:
-        stop = check_preemption(stop)
-    except ValidationError as err:
-        raise ScenarioError("preemption", stop, err.reason) from None
-    ahead = check_announce_h(spec.get("announce_h", 0.0) if announce_h is None else announce_h)
-
-    price_model = spec.get("prices", "flat") if prices is None else prices
-    if price_model not in PRICE_MODELS:
-        raise ScenarioError(
-            "prices", price_model, f"unknown price model; choose from: {', '.join(PRICE_MODELS)}"
-        )
-    hour = _start_hour(spec.get("start_hour", 0.0) if start_hour is None else start_hour)
-    egress = spec.get("egress_usd_per_gb") if egress_usd_per_gb is None else egress_usd_per_gb
-    if isinstance(egress, bool):  # true: AWS's inter-region rate; false: no charge
-        egress = DEFAULT_EGRESS_USD_PER_GB if egress else None
-
     constants, power_kw, epochs, gpu_memory = _constants(spec.get("constants", {}))
-    regions, region_bw, zones = _regions(_list(spec, "regions"), gpu_scale, gpu_memory)
+    regions, region_bw, zones = _regions(_list(spec, "regions"), w.gpu_scale, gpu_memory)
     names = [r.name for r in regions]
-    bandwidth = _links(spec.get("links"), names, region_bw) * bandwidth_scale
+    bandwidth = _links(spec.get("links"), names, region_bw) * w.bandwidth_scale
     latency = _latency(spec.get("latency_ms"), len(names))
     cluster = Cluster(tuple(regions), bandwidth, latency, power_kw)
     # Validate the tariff's fields now, so that a bad zone or egress matrix fails at load.
+    hourly = w.prices == "hourly"
     checked = Tariff(
         cluster.prices,
         cluster.carbon,
-        model=str(price_model),
-        start_hour=0.0 if hour is None else hour,
-        zones=zones if price_model == "hourly" else None,
-        egress_usd_per_gb=egress,
+        model=w.prices,
+        start_hour=0.0 if w.random_start else float(w.start_hour),
+        zones=zones if hourly else None,
+        egress_usd_per_gb=w.egress_usd_per_gb,
     )
-    if egress is not None and not isinstance(egress, (int, float)):
-        egress = checked.egress  # the validated matrix (its unused diagonal set to 0)
+    if w.egress_usd_per_gb is not None and not isinstance(w.egress_usd_per_gb, (int, float)):
+        # the validated matrix (its unused diagonal set to 0)
+        assert checked.egress is not None
+        matrix = tuple(tuple(float(x) for x in row) for row in checked.egress)
+        w = dataclasses.replace(w, egress_usd_per_gb=matrix)
 
     models = _named_table(_list(spec, "models"), "models", _MODEL_KEYS, _model)
     datasets = _named_table(_list(spec, "datasets"), "datasets", _DATASET_KEYS, _dataset)
@@ -610,10 +520,10 @@ def compile_scenario(
         listed = _list(spec, "jobs")
         # the count before a row is read: a list of 10 million rows fails in a microsecond
         count = check_limit("workload.n_jobs", len(listed), field="jobs")
-        if n_jobs is not None:
-            count = n_jobs
-        check_memory(count, len(regions), field="jobs" if n_jobs is None else "n_jobs")
-        rows = tuple(_explicit_jobs(listed, models, datasets, n_jobs))
+        if w.n_jobs is not None:
+            count = w.n_jobs
+        check_memory(count, len(regions), field="jobs" if w.n_jobs is None else "n_jobs")
+        rows = tuple(_explicit_jobs(listed, models, datasets, w.n_jobs))
         model_index = {name: i for i, name in enumerate(models)}
         for i, row in enumerate(rows):
             if row.batch is not None:
@@ -621,14 +531,13 @@ def compile_scenario(
             else:
                 _check_batch(f"models[{model_index[row.model]}].batch", models[row.model][1], m)
     elif "workload" in spec:
-        workload = _workload(spec["workload"], list(models), list(datasets), n_jobs)
-        field = "workload.n_jobs" if n_jobs is None else "n_jobs"
+        workload = _workload(spec["workload"], list(models), list(datasets), w.n_jobs)
+        field = "workload.n_jobs" if w.n_jobs is None else "n_jobs"
         check_memory(workload.n_jobs, len(regions), field=field)
         for i, (_, batch) in enumerate(models.values()):
             _check_batch(f"models[{i}].batch", batch, m)
     else:
         raise ScenarioError("jobs", None, "a scenario needs a 'jobs' list or a 'workload' rule")
-    knobs = {"bandwidth_scale": bandwidth_scale, "gpu_scale": gpu_scale}
     template = ScenarioTemplate(
         name,
         description,
@@ -638,61 +547,39 @@ def compile_scenario(
         datasets,
         constants,
         epochs,
-        knobs,
+        w,
         rows,
         workload,
-        ignore,
-        str(rule),
-        str(price_model),
-        hour,
-        tuple(zones) if price_model == "hourly" else (),
-        egress,
-        _faults(
-            spec,
-            names,
-            outages,
-            link_changes,
-            gpu_failure_rate,
-            checkpoint_interval_s,
-            restart_s,
-            preempt_checkpoint_s,
-            max_preemptions,
-        ),
-        stop,
-        ahead,
+        tuple(zones) if hourly else (),
+        _faults(spec, names, w),
     )
-    if horizon_h is not None:
+    if w.horizon_h is not None:
         if template.workload is None:
-            raise ScenarioError("horizon_h", horizon_h, "needs a workload rule, not a job list")
-        cut = check_limit("workload.horizon_h", horizon_h, field="horizon_h")
+            raise ScenarioError("horizon_h", w.horizon_h, "needs a workload rule, not a job list")
         template = dataclasses.replace(
-            template, workload=dataclasses.replace(template.workload, horizon_h=cut)
+            template, workload=dataclasses.replace(template.workload, horizon_h=w.horizon_h)
         )
-    target = load if load is not None else _raw_load(spec)
+    target = w.load if w.load is not None else _raw_load(spec)
     if target is not None:
-        template = _with_load(template, target, "load" if load is not None else "workload.load")
-    w = template.workload
-    if w is not None and w.arrivals != "batch" and w.rate is not None:
+        field = "load" if w.load is not None else "workload.load"
+        template = _with_load(template, target, field)
+    rule = template.workload
+    if rule is not None and rule.arrivals != "batch" and rule.rate is not None:
         # before any draw: arrivals that would pass the horizon, named by their rate or load
         check_arrival_span(
-            w.n_jobs, w.rate, start_h=w.submit_h, horizon_h=w.horizon_h, source=w.rate_source
+            rule.n_jobs,
+            rule.rate,
+            start_h=rule.submit_h,
+            horizon_h=rule.horizon_h,
+            source=rule.rate_source,
         )
     return template
 
 
-def _faults(
-    spec: Mapping[str, Any],
-    names: list[str],
-    outages: Sequence[tuple[str, float, float]],
-    link_changes: Sequence[tuple[str, str, float, float, float]],
-    rate: float | None,
-    checkpoint_s: float | None,
-    restart: float | None,
-    preempt_checkpoint: float | str | None,
-    max_preemptions: int | None,
-) -> FaultModel | None:
-    """The scenario's fault model (semantics §11) with its recovery settings (semantics §3c), or
-    None for the perfect world at the default settings."""
+def _faults(spec: Mapping[str, Any], names: list[str], world: World) -> FaultModel | None:
+    """The scenario's fault model (semantics §11): the file's events and the world's, with
+    the world's recovery settings (semantics §3c); None for the perfect world at the default
+    settings."""
     h = SECONDS_PER_HOUR
     raw = spec.get("events", [])
     if not isinstance(raw, list):
@@ -731,48 +618,26 @@ def _faults(
             links.append(LinkChange(a, b, factor, start * h, end * h))
             if symmetric:
                 links.append(LinkChange(b, a, factor, start * h, end * h))
-    for i, (region, start, end) in enumerate(outages):
-        f = f"--outage[{i}]"
-        r = _region_index(f"{f}.region", region, names)
-        t0 = check_limit("events.start_h", start, field=f"{f}.start_h")
-        t1 = check_limit("events.end_h", end, field=f"{f}.end_h")
-        if t1 <= t0:
-            raise ScenarioError(f"{f}.end_h", end, f"must be after start_h ({t0:g})")
+    # the world's outages and link changes: their times and factors are checked, their
+    # regions named here, where the cluster is known
+    for i, (region, t0, t1) in enumerate(world.outages):
+        r = _region_index(f"--outage[{i}].region", region, names)
         downs.append(Outage(r, t0 * h, t1 * h))
-    for i, (src, dst, factor, start, end) in enumerate(link_changes):
+    for i, (src, dst, x, t0, t1) in enumerate(world.link_changes):
         f = f"--link-degrade[{i}]"
         a = _region_index(f"{f}.src", src, names)
         b = _region_index(f"{f}.dst", dst, names)
-        if a == b:
-            raise ScenarioError(f"{f}.dst", dst, "a link joins two different regions")
-        x = check_limit("events.factor (link)", factor, field=f"{f}.factor")
-        t0 = check_limit("events.start_h", start, field=f"{f}.start_h")
-        t1 = check_limit("events.end_h", end, field=f"{f}.end_h")
-        if t1 <= t0:
-            raise ScenarioError(f"{f}.end_h", end, f"must be after start_h ({t0:g})")
         links.append(LinkChange(a, b, x, t0 * h, t1 * h))
-
-    def knob(key: str, given: float | None, default: float) -> float:
-        return check_limit(key, spec.get(key, default) if given is None else given)  # type: ignore[no-any-return]
-
-    saved = spec.get("preempt_checkpoint_s", DEFAULT_PREEMPT_CHECKPOINT_S)
-    if preempt_checkpoint is not None:
-        saved = preempt_checkpoint
-    if saved != LOSE_SINCE_CHECKPOINT:
-        if isinstance(saved, str):
-            raise ScenarioError(
-                "preempt_checkpoint_s", saved, f"must be seconds or '{LOSE_SINCE_CHECKPOINT}'"
-            )
-        saved = check_limit("preempt_checkpoint_s", saved)
+    saved = world.preempt_checkpoint_s
     model = FaultModel(
         tuple(downs),
         tuple(links),
         tuple(prices),
-        knob("gpu_failure_rate", rate, 0.0),
-        knob("checkpoint_interval_s", checkpoint_s, DEFAULT_CHECKPOINT_INTERVAL_S),
-        knob("restart_s", restart, DEFAULT_RESTART_S),
-        None if saved == LOSE_SINCE_CHECKPOINT else saved,
-        int(knob("max_preemptions", max_preemptions, DEFAULT_MAX_PREEMPTIONS)),
+        world.gpu_failure_rate,
+        world.checkpoint_interval_s,
+        world.restart_s,
+        None if saved == LOSE_SINCE_CHECKPOINT else float(saved),
+        world.max_preemptions,
     )
     return model if model.active or not model.recovery_default else None
 
@@ -791,18 +656,6 @@ def _with_load(template: ScenarioTemplate, load: Any, field: str) -> ScenarioTem
     rate = target * template.cluster.total_gpus / template.mean_gpu_hours()
     workload = dataclasses.replace(w, rate=rate, rate_source=(field, load))
     return dataclasses.replace(template, workload=workload)
-
-
-def _start_hour(value: Any) -> float | None:
-    """``start_hour``: an hour of 2023 in [0, 8760), or ``"random"`` (None: drawn per seed)."""
-    if value == "random":
-        return None
-    hour = require_float("start_hour", value, minimum=0.0)
-    if hour >= HOURS_PER_YEAR:
-        raise ScenarioError(
-            "start_hour", value, f"must be in [0, {HOURS_PER_YEAR}) (an hour of 2023) or 'random'"
-        )
-    return hour
 
 
 def _check_batch(field: str, batch: int, micro_batch: int) -> None:

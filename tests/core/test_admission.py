@@ -40,6 +40,7 @@ from bacepipe_env.core.admission import (
     make_admission,
 )
 from bacepipe_env.core.simulator import Release
+from bacepipe_env.core.world import World
 from bacepipe_env.errors import ScenarioError, ValidationError
 from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import build_scenario
@@ -56,7 +57,7 @@ def _scenario(*jobs: tuple[ModelSpec, int], admission: str = "greedy") -> Scenar
             Job(i, m, "d", 4 * iters, 4, constants=CONST, name=f"J{i}")
             for i, (m, iters) in enumerate(jobs, start=1)
         ),
-        admission=admission,
+        World(admission=admission),
     )
 
 

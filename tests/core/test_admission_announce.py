@@ -37,6 +37,7 @@ from bacepipe_env.core.admission import (
     hold_for_announced,
     make_admission,
 )
+from bacepipe_env.core.world import World
 from bacepipe_env.errors import ScenarioError
 from bacepipe_env.policies.registry import make_policy, policy_info
 from bacepipe_env.scenarios import RandomScenarioGenerator, load_scenario
@@ -51,7 +52,7 @@ def _scenario(*jobs: tuple[ModelSpec, int, float], announce_h: float = 1.0) -> S
             Job(i, m, "d", 4 * iters, 4, submit, constants=CONST, name=f"J{i}")
             for i, (m, iters, submit) in enumerate(jobs, start=1)
         ),
-        announce_h=announce_h,
+        World(announce_h=announce_h),
     )
 
 

@@ -22,6 +22,7 @@ from bacepipe_env.core import (
     TrainingConstants,
 )
 from bacepipe_env.core.units import SECONDS_PER_HOUR
+from bacepipe_env.core.world import World
 from bacepipe_env.errors import ScenarioError
 from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import load_scenario
@@ -67,7 +68,7 @@ def _expected(scn: Scenario, now: float, hours: float) -> tuple[int, ...]:
 @SETTINGS
 @given(world=worlds())
 def test_announced_is_the_unsubmitted_jobs_within_the_calendar(world: dict[str, Any]) -> None:
-    scn = Scenario("calendar", CLUSTER, world["jobs"], announce_h=world["announce_h"])
+    scn = Scenario("calendar", CLUSTER, world["jobs"], World(announce_h=world["announce_h"]))
     sim = Simulator(scn, make_policy("sjf").placement, admission=world["admission"])
     hours = world["announce_h"]
     assert sim.announced() == (_expected(scn, 0.0, hours) if hours else ())
@@ -119,7 +120,7 @@ def test_announced_on_a_500_job_episode() -> None:
 def test_a_bad_calendar_is_one_line(bad: Any) -> None:
     jobs = (Job(1, MODELS[0], "d", 4, 4, constants=CONST),)
     with pytest.raises(ScenarioError) as err:
-        Scenario("calendar", CLUSTER, jobs, announce_h=bad)
+        Scenario("calendar", CLUSTER, jobs, World(announce_h=bad))
     assert err.value.field == "announce_h" and "\n" not in str(err.value)
-    ok = Scenario("calendar", CLUSTER, jobs, announce_h=1)
+    ok = Scenario("calendar", CLUSTER, jobs, World(announce_h=1))
     assert ok.announce_h == 1.0 and isinstance(ok.announce_h, float)

@@ -52,6 +52,7 @@ from bacepipe_env.core.memory import (
     stage_overhead_bytes,
     state_bytes_per_layer,
 )
+from bacepipe_env.core.world import World
 from bacepipe_env.errors import PlacementError, ScenarioError, SimulationError, ValidationError
 from bacepipe_env.policies import PathfinderPlacement, bace_pipe
 from bacepipe_env.policies.registry import make_policy
@@ -184,7 +185,10 @@ def _toy_scenario(
     regions = tuple(Region(f"R{i}", gpus[i], prices[i], intra, memories[i]) for i in range(k))
     bw = np.full((k, k), intra) - np.diag([intra] * k)
     return Scenario(
-        "toy", Cluster(regions, bw), jobs or (_toy_job(1),), ignore_memory=ignore_memory
+        "toy",
+        Cluster(regions, bw),
+        jobs or (_toy_job(1),),
+        World(ignore_memory=ignore_memory),
     )
 
 
@@ -621,7 +625,7 @@ def _split_scenario(ignore_memory: bool = False) -> Scenario:
     regions = (Region("R0", 2, 0.1, 2.0, 90.0), Region("R1", 2, 0.2, 2.0, 90.0))
     bw = np.array([[0.0, 0.1], [0.1, 0.0]])
     jobs = (_toy_job(1, TINY), _toy_job(2, TINY), _toy_job(3, TOY4))
-    return Scenario("split", Cluster(regions, bw), jobs, ignore_memory=ignore_memory)
+    return Scenario("split", Cluster(regions, bw), jobs, World(ignore_memory=ignore_memory))
 
 
 def test_pathfinder_below_the_floor_leaves_the_job_pending() -> None:

@@ -31,6 +31,7 @@ import pytest
 
 from bacepipe_env.core import Cluster, Region, Scenario
 from bacepipe_env.core.job import Job, ModelSpec, TrainingConstants
+from bacepipe_env.core.world import World
 
 TINY_CONSTANTS = TrainingConstants(seq_len=1, micro_batch=1, peak_flops=1.0, mfu=1.0)
 
@@ -57,7 +58,7 @@ def make_tiny_scenario() -> Scenario:
         job(2, tiny1, 900, 0.0, "B"),
         job(3, tiny2, 1800, 3600.0, "C"),
     )
-    return Scenario("tiny", cluster, jobs, ignore_memory=True)
+    return Scenario("tiny", cluster, jobs, World(ignore_memory=True))
 
 
 @pytest.fixture

@@ -35,7 +35,9 @@ def _log_h(seconds: float) -> float:
 def _with_calendar(scenario: Scenario, announce_h: float) -> Scenario:
     """The ``tiny_scenario`` fixture (tests/envs/conftest.py: A and B at 0, C at 1 h) with a
     calendar."""
-    return dataclasses.replace(scenario, announce_h=announce_h)
+    return dataclasses.replace(
+        scenario, world=dataclasses.replace(scenario.world, announce_h=announce_h)
+    )
 
 
 # --------------------------------------------------------------------------------- golden

@@ -28,6 +28,7 @@ from bacepipe_env.core.limits import (
     check_memory,
     memory_estimate,
 )
+from bacepipe_env.core.world import World
 from bacepipe_env.errors import ScenarioError
 from bacepipe_env.scenarios import load_scenario
 from bacepipe_env.scenarios.generators import RandomScenarioGenerator, synthetic_scenario
@@ -107,7 +108,7 @@ def test_a_scenario_built_by_hand_is_held_to_it(monkeypatch: pytest.MonkeyPatch)
     cluster = Cluster((Region("R", 4, 0.1, 1e9),), np.zeros((1, 1)))
     jobs = tuple(Job(i, ModelSpec("m", 1e6, 1, 1), "d", 10, 1) for i in (1, 2, 3))
     with pytest.raises(ScenarioError) as err:
-        Scenario("three", cluster, jobs, ignore_memory=True)
+        Scenario("three", cluster, jobs, World(ignore_memory=True))
     assert str(err.value) == "jobs: a scenario holds at most 2 jobs (MAX_JOBS) (got 3)"
 
 

@@ -288,7 +288,7 @@ def test_an_egress_matrix_diagonal_is_unused_whatever_it_holds() -> None:
     k = len(PAPER["regions"])
     rows = [[None if i == j else 0.02 for j in range(k)] for i in range(k)]
     template = compile_scenario({**PAPER, "egress_usd_per_gb": rows})
-    assert template.egress_usd_per_gb == tuple(
+    assert template.world.egress_usd_per_gb == tuple(
         tuple(0.0 if i == j else 0.02 for j in range(k)) for i in range(k)
     )
     rows[0][1] = "0.02"  # off the diagonal a string is still refused

@@ -329,6 +329,11 @@ def _limit(key: str) -> tuple[str, str]:
     return lim.text(), lim.unit
 
 
+#: The power usage effectiveness' range: 1 is a facility that spends nothing beyond its IT
+#: load; large operators report 1.1-1.2 and the industry's average is about 1.5-1.6 (Uptime
+#: Institute's annual surveys).
+_PUE = Limit(1.0, 10.0)
+
 #: Every world setting, in :class:`World`'s field order.
 KNOBS: Mapping[str, Knob] = {
     k.name: k
@@ -588,6 +593,21 @@ KNOBS: Mapping[str, Knob] = {
             default=0.0,
             check=lambda value, field: check_announce_h(value, field),
         ),
+        Knob(
+            "pue",
+            "float",
+            _PUE.text(),
+            "",
+            key="pue",
+            flag="--pue",
+            help="power usage effectiveness: the facility's energy per unit of GPU energy "
+            "(cooling, power delivery); multiplies every GPU's power, so the electricity bill "
+            "and the carbon (the paper counts GPUs alone: 1)",
+            default=1.0,
+            check=_limited(_PUE),
+            parse=_number_flag(_PUE),
+            metavar="X",
+        ),
     )
 }
 
@@ -597,7 +617,8 @@ class World:
     """Every world setting of a scenario, typed and validated once (by :data:`KNOBS`).
 
     The defaults are the perfect world of the paper: memory checked, ``greedy`` admission,
-    flat prices from hour 0, no egress charge, no fault, no preemption, no calendar.
+    flat prices from hour 0, no egress charge, no fault, no preemption, no calendar, GPUs
+    counted alone (PUE 1).
     ``n_jobs``, ``load`` and ``horizon_h`` None keep the workload's own; ``outages`` and
     ``link_changes`` add to the scenario file's events. See :data:`KNOBS` for each field's
     meaning, range and unit, and ``docs/scenarios.md`` for the table."""
@@ -621,6 +642,7 @@ class World:
     preempt_checkpoint_s: float | str = DEFAULT_PREEMPT_CHECKPOINT_S
     max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     announce_h: float = 0.0
+    pue: float = 1.0
 
     def __post_init__(self) -> None:
         for knob in KNOBS.values():

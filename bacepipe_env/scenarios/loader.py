@@ -245,8 +245,8 @@ def load_scenario(
     shows the table): ``bandwidth_scale``, ``gpu_scale``, ``n_jobs``, ``ignore_memory``,
     ``admission``, ``prices``, ``start_hour``, ``egress_usd_per_gb``, ``load``, ``horizon_h``,
     ``outages``, ``link_changes``, ``gpu_failure_rate``, ``checkpoint_interval_s``,
-    ``restart_s``, ``preemption``, ``preempt_checkpoint_s``, ``max_preemptions`` and
-    ``announce_h``. A knob given overrides the file's field of that name (None
+    ``restart_s``, ``preemption``, ``preempt_checkpoint_s``, ``max_preemptions``,
+    ``announce_h`` and ``pue``. A knob given overrides the file's field of that name (None
     leaves it); ``outages`` and ``link_changes`` add to the file's ``events``. ``world``, when
     given, replaces the file's world settings as a whole (the knobs then apply on top): a
     scenario's ``world`` loads it again in the same world."""
@@ -368,6 +368,8 @@ class ScenarioTemplate:
             "egress": w.egress_usd_per_gb is not None,
             "source": self.source,
         }
+        if w.pue != 1.0:  # a setting beyond the paper, recorded when used
+            params["pue"] = w.pue
         if self.workload is not None and self.workload.arrivals != "batch":
             params["arrivals"] = self.workload.arrivals
             params["arrival_rate_per_h"] = self.workload.rate
@@ -492,7 +494,8 @@ def compile_scenario(
     names = [r.name for r in regions]
     bandwidth = _links(spec.get("links"), names, region_bw) * w.bandwidth_scale
     latency = _latency(spec.get("latency_ms"), len(names))
-    cluster = Cluster(tuple(regions), bandwidth, latency, power_kw)
+    # the facility's power per GPU: the GPU's own times the PUE (semantics §10)
+    cluster = Cluster(tuple(regions), bandwidth, latency, power_kw * w.pue)
     # Validate the tariff's fields now, so that a bad zone or egress matrix fails at load.
     hourly = w.prices == "hourly"
     checked = Tariff(

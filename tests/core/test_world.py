@@ -152,3 +152,31 @@ def test_a_world_is_its_changed_settings(knobs: dict[str, Any]) -> None:
     assert World(**world.changed()) == world
     assert World().with_knobs(knobs) == world
     assert set(world.changed()) <= set(knobs)
+
+
+# ------------------------------------------------------------------ the knob added in issue 26
+@pytest.mark.parametrize("scenario", ["paper", "online"])
+def test_pue_scales_the_bill_and_the_carbon_and_changes_no_schedule(scenario: str) -> None:
+    """PUE 1.5: each GPU draws 1.5x its power at the facility's meter. Every price is
+    multiplied alike, so the schedule (start, finish, placement) is the same and the bill and
+    the carbon are 1.5x: on `paper` 0.3 kW x 1.5 = 0.45 kW per GPU."""
+    base = load_scenario(scenario, seed=2, n_jobs=40)
+    heavy = load_scenario(scenario, seed=2, n_jobs=40, pue=1.5)
+    assert base.cluster.power_kw == 0.3 and heavy.cluster.power_kw == pytest.approx(0.45)
+    assert heavy.params["pue"] == 1.5 and "pue" not in base.params
+    a, b = bace_pipe().simulate(base), bace_pipe().simulate(heavy)
+    assert [(r.job_id, r.start_time, r.finish_time, r.placement) for r in a.records] == [
+        (r.job_id, r.start_time, r.finish_time, r.placement) for r in b.records
+    ]
+    assert b.total_cost == pytest.approx(1.5 * a.total_cost, rel=1e-12)
+    assert b.total_carbon == pytest.approx(1.5 * a.total_carbon, rel=1e-12)
+
+
+def test_pue_below_one_or_from_a_file_and_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ScenarioError, match=r"^pue: must be in \[1, 10\] \(got 0.9\)"):
+        World(pue=0.9)
+    assert World.from_file({"pue": 1.2}).pue == 1.2
+    assert main(["simulate", "--scenario", "paper", "--pue", "0.5"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "bacepipe: error: --pue: must be a number in [1, 10] (got '0.5')"
+    )

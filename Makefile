@@ -70,7 +70,7 @@ test-rllib: $(RLLIB_STAMP)
 
 # The learned orderers' evidence (about an hour and a half on 2 cores): train 3 seeds per env,
 # play them and every heuristic on 200 held-out episodes per env, write
-# benchmarks/results/learned.json and the README / docs/learned.md table, ship the pretrained
+# benchmarks/results/learned.json and the docs/learned.md table, ship the pretrained
 # agents. Finished runs are kept: a second call only evaluates and tabulates again.
 learned: $(STAMP)
 	$(PY) benchmarks/learned.py train
@@ -80,7 +80,7 @@ learned: $(STAMP)
 
 # The preemptive heuristics against the best non-preemptive one on held-out episodes of
 # Online-v1 (500 and 80 jobs), Random-v2 and GeoPipe-v2 (about a minute on 2 cores): writes
-# benchmarks/results/preemption.json and the tables of docs/preemption.md and README.md.
+# benchmarks/results/preemption.json and the tables of docs/preemption.md.
 preemption: $(STAMP)
 	$(PY) benchmarks/preemption.py run
 	$(PY) benchmarks/preemption.py table

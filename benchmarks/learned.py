@@ -2,7 +2,7 @@
 
     python benchmarks/learned.py train                # every recipe x training seed
     python benchmarks/learned.py evaluate             # heuristics and models, held-out set
-    python benchmarks/learned.py table                # learned.json -> README and docs table
+    python benchmarks/learned.py table                # learned.json -> docs/learned.md's table
     python benchmarks/learned.py ship                 # the pretrained agents of the package
     make learned                                      # all four, in that order
 
@@ -20,9 +20,9 @@ and every trained model on the same :data:`EPISODES` held-out episodes per env w
 ``benchmarks/results/learned/<env slug>/heldout.json``; ``table`` merges them into
 ``benchmarks/results/learned.json`` (one row per policy, training seed and episode) and
 writes the results table (interquartile mean and mean with 95% bootstrap intervals, the
-paired JCT ratio to the env's best heuristic, training wall time) into README.md and
-docs/learned.md between their ``learned-table`` markers. ``ship`` copies, per env, the model
-of the best recipe whose *training-time* evaluation was best into ``bacepipe_env/pretrained``.
+paired JCT ratio to the env's best heuristic, training wall time) into docs/learned.md
+between its ``learned-table`` markers. ``ship`` copies, per env, the model of the best recipe
+whose *training-time* evaluation was best into ``bacepipe_env/pretrained``.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from benchmarks.tables import splice  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "learned"
 LEARNED_JSON = ROOT / "benchmarks" / "results" / "learned.json"
+DOCS = ROOT / "docs" / "learned.md"  # the results table, between its learned-table markers
 HELD_OUT = 2_000_000  # first held-out reset seed (training evaluations use 1,000,000 + i)
 EPISODES = 200  # held-out episodes per env
 SEEDS = (0, 1, 2)  # training seeds per recipe
@@ -320,8 +321,7 @@ def table() -> None:
     payload = {"meta": meta, "summary": summaries, "rows": rows}
     LEARNED_JSON.write_text(json.dumps(payload, indent=1, allow_nan=False) + "\n")
     text = markdown(summaries)
-    for doc in (ROOT / "README.md", ROOT / "docs" / "learned.md"):
-        splice(doc, "learned-table", text)
+    splice(DOCS, "learned-table", text)
     print(text)
 
 

@@ -1,7 +1,7 @@
 """The preemptive heuristics against the best non-preemptive one, on held-out episodes.
 
     python benchmarks/preemption.py run       # every world x policy x episode (~10 min, 2 cores)
-    python benchmarks/preemption.py table     # preemption.json -> docs/preemption.md, README.md
+    python benchmarks/preemption.py table     # preemption.json -> docs/preemption.md
     make preemption                           # both
 
 ``run`` plays every policy of :data:`POLICIES` in the simulator on the held-out episodes of each
@@ -13,7 +13,7 @@ seconds its episodes took (one process each). ``table`` writes the results table
 cost as ratios of means to :data:`REFERENCE` on the same episodes, with 95% paired bootstrap
 intervals, episodes won and lost, preemptions and wasted GPU-hours per episode) and the speed
 table (episodes per CPU second, preemption on and off) between the ``preemption-table``
-markers of docs/preemption.md, and the rows of :data:`README_POLICIES` into README.md's.
+markers of docs/preemption.md.
 """
 
 from __future__ import annotations
@@ -40,13 +40,10 @@ from benchmarks.tables import splice  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results" / "preemption.json"
 DOCS = ROOT / "docs" / "preemption.md"  # every row and the speed table
-README = ROOT / "README.md"  # the rows of README_POLICIES
 MARKERS = "preemption-table"  # <!-- preemption-table:begin --> ... :end -->
 HELD_OUT = 2_000_000  # the first held-out reset seed, as for the learned orderers
 REFERENCE = "sjf+finish-aware"  # the best non-preemptive heuristic on Random-v2 and GeoPipe-v2
 N_BOOT = 2000
-#: The README's rows: the reference and the preemptive policies the docs read most.
-README_POLICIES = (REFERENCE, "sjf+finish-aware+srtf", "bace-pipe+srtf", "sjf+finish-aware+las")
 #: The policies played, the reference first; ``+lose`` runs the policy before it with
 #: ``preempt_checkpoint_s="lose-since-checkpoint"`` (the work since the last hourly checkpoint
 #: is lost at a preemption instead of a 60 s checkpoint being written).
@@ -182,13 +179,10 @@ def _ci(v: tuple[float, float, float]) -> str:
     return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]"
 
 
-def markdown(summaries: list[dict[str, Any]], data: dict[str, Any], full: bool = True) -> str:
-    """The results and (``full``) speed tables, generated (a pure function of the JSON);
-    without ``full``, only the rows of :data:`README_POLICIES`."""
+def markdown(summaries: list[dict[str, Any]], data: dict[str, Any]) -> str:
+    """The results and speed tables, generated (a pure function of the JSON)."""
     ref = data["reference"]
     speed = {(s["world"], s["policy"]): s["episodes_per_cpu_s"] for s in summaries}
-    if not full:
-        summaries = [s for s in summaries if s["policy"] in README_POLICIES]
     lines = [
         f"| world | policy | mean JCT h | JCT / `{ref}` [95% CI] | wins / losses | "
         f"cost / `{ref}` [95% CI] | preemptions per episode | wasted GPU-h per episode |",
@@ -215,8 +209,6 @@ def markdown(summaries: list[dict[str, Any]], data: dict[str, Any], full: bool =
         '"lose-since-checkpoint"`. Regenerate: `make preemption` (or `python '
         "benchmarks/preemption.py table` from the committed `benchmarks/results/preemption.json`).",
     ]
-    if not full:
-        return "\n".join(lines) + "\n"
     lines += [
         "",
         "| world | episodes per CPU second, no preemption (`" + ref + "`) | "
@@ -243,7 +235,6 @@ def table() -> str:
     summaries = summarise(data)
     text = markdown(summaries, data)
     splice(DOCS, MARKERS, text)
-    splice(README, MARKERS, markdown(summaries, data, full=False))
     print(text)
     return text
 

@@ -82,11 +82,9 @@ def test_the_docs_carry_the_tables_of_the_committed_results(bench) -> None:
     summaries = bench.summarise(data)
     from benchmarks.tables import between  # importable once the script put the root on sys.path
 
-    for path, full in ((bench.DOCS, True), (bench.README, False)):
-        block = between(path, bench.MARKERS)
-        assert block == "\n" + bench.markdown(summaries, data, full=full), (
-            f"{path.name}: run python benchmarks/preemption.py table"
-        )
+    assert between(bench.DOCS, bench.MARKERS) == "\n" + bench.markdown(summaries, data), (
+        "docs/preemption.md: run python benchmarks/preemption.py table"
+    )
     # every world, every policy, the episodes each world promises
     for world, (_, _, episodes) in bench.WORLDS.items():
         rows = [r for r in data["rows"] if r["world"] == world]

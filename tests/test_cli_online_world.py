@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from bacepipe_env import cli, load_scenario
-from bacepipe_env.cli import ONLINE_LOADS, main
+from bacepipe_env.cli import main
+from bacepipe_env.cli_args import ONLINE_LOADS
 from bacepipe_env.core.units import hours
 from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import load_scenario_spec

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bacepipe_env.cli import _parser, main
+from bacepipe_env.cli import main
+from bacepipe_env.cli_args import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -90,7 +91,7 @@ def _commands() -> list[tuple[str, list[str]]]:
 def test_every_documented_command_parses() -> None:
     commands = _commands()
     assert len(commands) >= 20
-    parser = _parser()  # `bacepipe train ...` goes to the training command's own parser
+    parser = build_parser()  # `bacepipe train ...` goes to the training command's own parser
     for page, argv in commands:
         if argv[0] != "train":
             try:

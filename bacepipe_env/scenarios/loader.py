@@ -256,7 +256,7 @@ def build_scenario(
     return template.materialize(seed, profile_cache=profile_cache)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class ScenarioTemplate:
     """A validated scenario file with its cluster built; :meth:`materialize` draws the jobs
     for a seed. Validating once and drawing many times is what makes resets cheap."""
@@ -479,19 +479,19 @@ def compile_scenario(
     else:
         raise ScenarioError("jobs", None, "a scenario needs a 'jobs' list or a 'workload' rule")
     template = ScenarioTemplate(
-        name,
-        description,
-        source,
-        cluster,
-        models,
-        datasets,
-        constants,
-        epochs,
-        w,
-        rows,
-        workload,
-        tuple(zones) if hourly else (),
-        _faults(spec, names, w),
+        name=name,
+        description=description,
+        source=source,
+        cluster=cluster,
+        models=models,
+        datasets=datasets,
+        constants=constants,
+        epochs=epochs,
+        world=w,
+        rows=rows,
+        workload=workload,
+        zones=tuple(zones) if hourly else (),
+        faults=_faults(spec, names, w),
     )
     if w.horizon_h is not None:
         if template.workload is None:

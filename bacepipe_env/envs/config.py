@@ -240,8 +240,9 @@ def _as_env_field(err: ValidationError) -> ValidationError:
 
 def scenario_knob_names(scenario: object) -> list[str]:
     """The knobs a scenario source takes as keyword arguments: :class:`RandomScenarioGenerator`'s
-    fields for ``"random"``, the world's settings (:data:`~bacepipe_env.core.world.KNOBS`) for a
-    name or a file, none for a Scenario object or a generator."""
+    fields for ``"random"``, ``world`` (a :class:`~bacepipe_env.core.world.World`) and the
+    world's settings (:data:`~bacepipe_env.core.world.KNOBS`) for a name or a file, none for a
+    Scenario object or a generator."""
     if scenario == "random":
         return [
             f.name
@@ -249,7 +250,7 @@ def scenario_knob_names(scenario: object) -> list[str]:
             if f.init and not f.name.startswith("_")
         ]
     if isinstance(scenario, (str, os.PathLike)):
-        return list(KNOBS)
+        return [*KNOBS, "world"]
     return []
 
 

@@ -107,12 +107,19 @@ class ScenarioSampler:
 
     For ``paper`` the seed picks each job's dataset (for ``online`` also the arrivals and the
     start hour). The file is parsed and validated once; each call only draws the jobs, and job
-    profiles are shared across calls. The keyword arguments are :func:`compile_scenario`'s.
+    profiles are shared across calls. ``world`` and the knobs are :func:`compile_scenario`'s:
+    a :class:`~bacepipe_env.core.world.World` replaces the file's world settings, and each
+    knob (a :data:`~bacepipe_env.core.world.KNOBS` name) sets one.
     """
 
-    def __init__(self, source: str | os.PathLike[str] = "paper", **knobs: Any) -> None:
+    def __init__(
+        self, source: str | os.PathLike[str] = "paper", *, world: World | None = None, **knobs: Any
+    ) -> None:
         self.source = source
-        self.template = compile_scenario(load_scenario_spec(source), **check_knobs(knobs))
+        if world is not None and not isinstance(world, World):
+            raise ScenarioError("world", world, "must be a World (bacepipe_env.World)")
+        spec = load_scenario_spec(source)
+        self.template = compile_scenario(spec, world=world, **check_knobs(knobs))
         self._profiles = ProfileCache()
         first = self.load(0)
         self.max_regions = first.cluster.n_regions

@@ -180,3 +180,18 @@ def test_pue_below_one_or_from_a_file_and_the_flag(capsys: pytest.CaptureFixture
     assert capsys.readouterr().err.strip() == (
         "bacepipe: error: --pue: must be a number in [1, 10] (got '0.5')"
     )
+
+
+def test_the_env_takes_a_world_and_a_scenario_file_world_is_replaced_as_a_whole() -> None:
+    gym = pytest.importorskip("gymnasium")
+    import bacepipe_env  # noqa: F401  (registers the ids)
+
+    world = World(admission="full", pue=1.3)
+    env = gym.make("bacepipe_env/GeoPipe-Online-v1", world=world, n_jobs=30)
+    env.reset(seed=1)
+    scenario = env.unwrapped.scenario
+    # the online file's own hourly prices and random start hour are replaced by the World's
+    assert scenario.world == dataclasses.replace(world, n_jobs=30)
+    assert scenario.cluster.power_kw == pytest.approx(0.3 * 1.3)
+    with pytest.raises(ScenarioError, match=r"^world: must be a World"):
+        gym.make("bacepipe_env/GeoPipe-v2", world={"admission": "full"})

@@ -612,7 +612,7 @@ KNOBS: Mapping[str, Knob] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class World:
     """Every world setting of a scenario, typed and validated once (by :data:`KNOBS`).
 
@@ -679,6 +679,12 @@ class World:
     def items(self) -> Iterator[tuple[str, Any]]:
         """``(name, value)`` for every setting, in :data:`KNOBS` order."""
         return ((name, getattr(self, name)) for name in KNOBS)
+
+    def __repr__(self) -> str:
+        """The settings that differ from the defaults: ``World(admission='full', pue=1.2)``,
+        which builds the same world again."""
+        args = ", ".join(f"{name}={value!r}" for name, value in self.changed().items())
+        return f"World({args})"
 
     @property
     def random_start(self) -> bool:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.world import World
 from ..outputs import write_text
 from .runner import RunSummary
 from .stats import Estimate, estimate
@@ -212,11 +213,14 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 def write_json(path: Path, payload: Any) -> None:
     """Write ``payload`` as strict, indented JSON: NaN (a statistic of no runs) and an
-    infinity become null, so that every JSON reader reads the file."""
+    infinity become null, so that every JSON reader reads the file; a :class:`World` is
+    written as its settings by name."""
 
     def clean(x: Any) -> Any:
         if isinstance(x, float) and not math.isfinite(x):
             return None
+        if isinstance(x, World):  # a run's world, as its settings by name
+            return clean(dict(x.items()))
         if isinstance(x, dict):
             return {k: clean(v) for k, v in x.items()}
         if isinstance(x, (list, tuple)):

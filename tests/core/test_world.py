@@ -6,6 +6,7 @@ flags are made from the table; a scenario's ``world`` loads it again in the same
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import re
 from pathlib import Path
@@ -21,6 +22,7 @@ from bacepipe_env.core.admission import ADMISSION_RULES
 from bacepipe_env.core.world import KNOBS, World, knob_table
 from bacepipe_env.errors import ScenarioError, ValidationError
 from bacepipe_env.policies import bace_pipe
+from bacepipe_env.policies.registry import make_policy
 
 DOCS = Path(__file__).parents[2] / "docs" / "scenarios.md"
 
@@ -195,3 +197,25 @@ def test_the_env_takes_a_world_and_a_scenario_file_world_is_replaced_as_a_whole(
     assert scenario.cluster.power_kw == pytest.approx(0.3 * 1.3)
     with pytest.raises(ScenarioError, match=r"^world: must be a World"):
         gym.make("bacepipe_env/GeoPipe-v2", world={"admission": "full"})
+
+
+def test_a_world_reads_as_its_changes_and_a_run_spec_carries_it(tmp_path: Path) -> None:
+    world = World(admission="full", pue=1.2)
+    assert repr(world) == "World(admission='full', pue=1.2)" and repr(World()) == "World()"
+    assert eval(repr(world), {"World": World}) == world
+    from bacepipe_env.experiments import run_compare
+
+    run_compare(
+        "paper",
+        ["fcfs"],
+        [0],
+        tmp_path,
+        knobs={"world": world},
+        progress=False,
+        tensorboard=False,
+    )
+    rows = list(csv.DictReader((tmp_path / "compare-runs.csv").open()))
+    assert rows[0]["world"] == "World(admission='full', pue=1.2)"
+    # the run is the one the World gives when simulated directly
+    alone = make_policy("fcfs").simulate(load_scenario("paper", seed=0, world=world))
+    assert float(rows[0]["total_cost_usd"]) == alone.total_cost

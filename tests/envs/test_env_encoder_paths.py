@@ -10,6 +10,7 @@ import pytest
 
 import bacepipe_env  # noqa: F401  (registers the ids)
 from bacepipe_env.envs import features
+from bacepipe_env.envs.features import pending, running
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*maximum value is infinity.*")
 
@@ -41,14 +42,14 @@ def _decisions(env_id: str, kwargs: dict, steps: int = 300):
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_queue_rows_and_columns_agree(case, monkeypatch):
     env_id, kwargs = CASES[case]
-    default = features.COLUMNS_FROM
+    default = pending.COLUMNS_FROM
     widths = set()
     for enc, d in _decisions(env_id, kwargs):
         widths.add(len(d.queue.job_ids))
-        monkeypatch.setattr(features, "COLUMNS_FROM", 0)
-        columns = features._queue(enc, d)
-        monkeypatch.setattr(features, "COLUMNS_FROM", 10**9)
-        rows = features._queue(enc, d)
+        monkeypatch.setattr(pending, "COLUMNS_FROM", 0)
+        columns = pending.encode_queue(enc, d)
+        monkeypatch.setattr(pending, "COLUMNS_FROM", 10**9)
+        rows = pending.encode_queue(enc, d)
         assert np.array_equal(columns, rows)  # every float32, exactly
     assert widths - {0}  # some decision had jobs in its window
     if "wide" in case:
@@ -60,8 +61,8 @@ def test_wait_preview_through_the_memo_is_the_plain_function(case):
     env_id, kwargs = CASES[case]
     kwargs = {**kwargs, "running_features": True}
     for enc, d in _decisions(env_id, kwargs, steps=200):
-        memo = features._wait_preview(enc, d)
-        plain = features._wait_preview(enc, d._replace(previewer=None))
+        memo = pending.encode_wait_preview(enc, d)
+        plain = pending.encode_wait_preview(enc, d._replace(previewer=None))
         assert np.array_equal(memo, plain)
 
 
@@ -76,8 +77,8 @@ def test_idle_running_arrays_are_the_full_pass():
                 continue
             idle += 1
             enc.running_key = None
-            short = features._running_state(enc, d)
-            full = features._running_arrays(enc, d)
+            short = running.running_state(enc, d)
+            full = running.running_arrays(enc, d)
             for a, b in zip(short, full):
                 assert a.dtype == b.dtype and np.array_equal(a, b)
                 assert not np.signbit(b).any()  # no -0.0 either way

@@ -1,0 +1,130 @@
+"""The arrays of the pending jobs' window, per slot: ``queue`` (every observation's: the job's
+priority terms, its shape, its wait so far and its placement preview) and ``wait_preview`` (with
+``running_features``: what waiting for the next GPU release would give the job)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...core.admission import finish_after_release
+from ...core.placement import Placement
+from ...core.units import SECONDS_PER_HOUR
+from .decision import Decision
+
+if TYPE_CHECKING:
+    from .encoder import ObservationEncoder
+
+__all__ = ["COLUMNS_FROM", "encode_queue", "encode_wait_preview"]
+
+#: From this many visible jobs on, the ``queue`` array is filled column by column with numpy.
+COLUMNS_FROM = 48
+
+
+def encode_queue(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    """The ``queue`` array: per slot of the visible window, the job's Eq. (9)-(10) terms, its
+    static columns, its wait so far and its placement preview (row by row for a narrow window,
+    column by column from :attr:`ObservationEncoder.job_table` from :data:`COLUMNS_FROM` jobs)."""
+    q, sc, log10, h = d.queue, enc.scales, math.log10, SECONDS_PER_HOUR
+    out = np.zeros(enc.shapes["queue"], dtype=np.float32)
+    ids = q.job_ids
+    n = len(ids)
+    if not n:
+        return out
+    e_max, b_max = q.pending_e1_max, q.pending_bkstar_max
+    now, lh, kk, price = q.time, sc.log_hours, enc.max_regions, sc.price
+    if n < COLUMNS_FROM:  # a narrow window: row by row in Python is cheaper
+        static, k_star, e1, bk = (
+            enc.job_static,
+            enc.k_star,
+            q.single_gpu_exec,
+            q.min_bandwidth_kstar,
+        )
+        rows = []
+        for i, (job, pv) in enumerate(zip(ids, d.previews)):
+            if pv is None:
+                preview: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+            else:
+                pl = pv.placement
+                preview = (
+                    pl.n_gpus / k_star[job],
+                    len(pl.path) / kk,
+                    log10(1.0 + pv.execution / h) / lh,
+                    pv.avg_price / price,
+                )
+            rows.append(
+                (
+                    1.0,
+                    e1[i] / e_max if e_max > 0 else 0.0,  # Eq. (9)
+                    bk[i] / b_max if b_max > 0 else 0.0,  # Eq. (10)
+                    *static[job],
+                    log10(1.0 + (now - q.submit_time[i]) / h) / lh,
+                    *preview,
+                )
+            )
+        out[:n] = rows
+        return out
+    # a wide one: column by column, gathered with numpy from the per-job table; every
+    # division is IEEE's either way, so the float64 values (and their float32 casts) are the
+    # row-by-row ones
+    row = enc.job_row
+    table = enc.job_table[[row[j] for j in ids]]
+    out[:n, 0] = 1.0
+    if e_max > 0:
+        out[:n, 1] = table[:, 0] / e_max  # Eq. (9)
+    if b_max > 0:
+        out[:n, 2] = table[:, 1] / b_max  # Eq. (10)
+    out[:n, 3:6] = table[:, 2:5]
+    out[:n, 6] = [log10(1.0 + (now - t) / h) / lh for t in q.submit_time]  # math's log10
+    slots, gpus, hops, logs, prices = [], [], [], [], []
+    for i, pv in enumerate(d.previews):
+        if pv is not None:  # a job with no placement now keeps zeros
+            pl = pv.placement
+            slots.append(i)
+            gpus.append(pl.n_gpus)
+            hops.append(len(pl.path))
+            logs.append(log10(1.0 + pv.execution / h) / lh)
+            prices.append(pv.avg_price)
+    if slots:
+        out[slots, 7] = np.array(gpus, dtype=np.float64) / table[slots, 5]
+        out[slots, 8] = np.array(hops, dtype=np.float64) / kk
+        out[slots, 9] = logs
+        out[slots, 10] = np.array(prices, dtype=np.float64) / price
+    return out
+
+
+def encode_wait_preview(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+    """The ``wait_preview`` array: per slot of the window, the placement and finish the job
+    would get by waiting for the next GPU release (through the previewer's memo when there is
+    one)."""
+    sim, q, sc = d.sim, d.queue, enc.scales
+    out = np.zeros(enc.shapes["wait_preview"], dtype=np.float32)
+    release = sim.next_release() if sim.running else None
+    if release is None:  # nothing runs: waiting frees nothing
+        return out
+    lh, h, now, k_star, log10 = sc.log_hours, SECONDS_PER_HOUR, sim.time, enc.k_star, math.log10
+    # jobs of one shape get one placement on the release state: ask once per shape
+    waits: Callable[[int], tuple[float, Placement] | None]
+    if d.previewer is None:
+        waits = partial(finish_after_release, sim, release=release)
+    else:
+        waits = d.previewer.waits(sim, release)
+    slots, rows = [], []
+    for i, (job, pv) in enumerate(zip(q.job_ids, d.previews)):
+        waited = waits(job)
+        if waited is None:
+            continue
+        finish, later = waited
+        left = finish - now
+        share = 0.0
+        if pv is not None:  # < 1/2: waiting finishes sooner than starting now
+            share = left / (left + pv.execution)
+        slots.append(i)
+        rows.append((later.n_gpus / k_star[job], log10(1.0 + left / h) / lh, share))
+    if rows:
+        out[slots] = rows
+    return out

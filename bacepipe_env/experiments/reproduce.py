@@ -9,8 +9,6 @@ command writes the same bytes.
 from __future__ import annotations
 
 import math
-import re
-import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +29,10 @@ from .experiments import SWEEPS, check_seeds
 from .plots import bar_chart, grouped_bar_chart, sweep_chart
 from .preempt_ranking import PreemptRanking, run_ranking
 from .preempt_ranking import render as render_preemption
+from .report_text import markdown_table as _table
+from .report_text import seed_range as _seed_range
+from .report_text import seeds_text
+from .report_text import wrap_prose as _wrap
 from .runner import RayBackend, RunSpec, RunSummary, expand, run_all
 from .stats import Estimate, estimate
 from .summary import PolicyStats, summarise
@@ -576,31 +578,6 @@ def _h(x: float) -> str:
 
 def _usd(x: float) -> str:
     return f"${x:,.0f}" if abs(x) >= 100 else f"${x:,.2f}"
-
-
-def _table(head: Sequence[str], rows: Sequence[Sequence[str]], align: str = "") -> list[str]:
-    """A markdown table; ``align`` gives one letter per column (l or r; default l)."""
-    marks = [("---:" if (align[i : i + 1] == "r") else "---") for i in range(len(head))]
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join(marks) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out
-
-
-def seeds_text(seeds: Sequence[int]) -> str:
-    """The ``--seeds`` argument that gives ``seeds``: a count, a range or a list."""
-    s = list(seeds)
-    if s == list(range(len(s))):
-        return str(len(s))
-    if len(s) > 2 and s == list(range(s[0], s[-1] + 1)):
-        return f"{s[0]}-{s[-1]}"
-    return ",".join(map(str, s))
-
-
-def _seed_range(seeds: Sequence[int]) -> str:
-    s = list(seeds)
-    if len(s) > 1 and s == list(range(s[0], s[-1] + 1)):
-        return f"{s[0]}-{s[-1]}"
-    return ", ".join(map(str, s))
 
 
 def _rank(n: int, which: str) -> str:
@@ -1320,48 +1297,6 @@ def render_report(rows: Sequence[RowRuns], preemption: PreemptRanking | None = N
     lines.append("")
     lines += _NOT_CHASED.strip("\n").split("\n")
     return "\n".join(_wrap(lines)).rstrip("\n") + "\n"
-
-
-_WIDTH = 96
-
-
-def _wrap(lines: Sequence[str]) -> list[str]:
-    """Wrap long prose lines (not tables, headings or images) at 96 columns."""
-    out = []
-    for line in lines:
-        if len(line) <= _WIDTH or line.startswith(("|", "#", "![", "<!--")):
-            out.append(line)
-            continue
-        indent = "  " if line.startswith("- ") else ""
-        # Never break inside a code span: its spaces become a placeholder while wrapping.
-        parts = line.split("`")
-        glued = "`".join(p.replace(" ", _NBSP) if i % 2 else p for i, p in enumerate(parts))
-        wrapped = textwrap.wrap(
-            glued,
-            _WIDTH,
-            subsequent_indent=indent,
-            break_long_words=False,
-            break_on_hyphens=False,
-        )
-        # A continuation line must not read as a list item or a heading.
-        fixed: list[str] = []
-        for w in wrapped:
-            body = w[len(indent) :] if fixed else w
-            if fixed and _MARKER.match(body):
-                first, _, rest = body.partition(" ")
-                fixed[-1] += f" {first}"
-                if rest:
-                    fixed.append(indent + rest)
-                continue
-            fixed.append(w)
-        out += [w.replace(_NBSP, " ") for w in fixed]
-    return out
-
-
-_MARKER = re.compile(r"^([-+*>#]|\d+[.)])( |$)")
-
-
-_NBSP = "\x00"
 
 
 def _summary(rows: Sequence[RowRuns]) -> list[str]:

@@ -25,6 +25,21 @@ from ..policies import bace_pipe
 from ..policies.base import Policy
 from ..policies.registry import make_policy
 from ..scenarios.loader import load_scenario
+from .claims import (
+    ABLATIONS,
+    BASELINES,
+    CLAIMS,
+    DEFAULT,
+    FIGURES,
+    LABEL,
+    REFERENCE,
+    Claim,
+    Point,
+    Verdict,
+    claim_groups,
+    failing_claims,
+    verdict,
+)
 from .experiments import SWEEPS, check_seeds
 from .plots import bar_chart, grouped_bar_chart, sweep_chart
 from .preempt_ranking import PreemptRanking, run_ranking
@@ -34,7 +49,6 @@ from .report_text import seed_range as _seed_range
 from .report_text import seeds_text
 from .report_text import wrap_prose as _wrap
 from .runner import RayBackend, RunSpec, RunSummary, expand, run_all
-from .stats import Estimate, estimate
 from .summary import PolicyStats, summarise
 
 __all__ = [
@@ -57,23 +71,8 @@ __all__ = [
     "verdict",
 ]
 
-REFERENCE = "bace-pipe"
-BASELINES = ("lcf", "ldf", "cr-lcf", "cr-ldf")
-ABLATIONS = ("no-pathfinder", "no-priority", "no-costmin")
-SCENARIOS = ("paper", "paper-aws")
 
-#: Short display names of the policies.
-LABEL = {
-    "bace-pipe": "BACE-Pipe",
-    "lcf": "LCF",
-    "ldf": "LDF",
-    "cr-lcf": "CR-LCF",
-    "cr-ldf": "CR-LDF",
-    "no-pathfinder": "w/o Pathfinder",
-    "no-priority": "w/o Priority",
-    "no-costmin": "w/o Cost-Min",
-}
-_SHORT = {"lcf": "lcf", "ldf": "ldf", "cr-lcf": "crlcf", "cr-ldf": "crldf"}
+SCENARIOS = ("paper", "paper-aws")
 
 
 @dataclass(frozen=True)
@@ -120,10 +119,6 @@ SEMANTICS = (
 
 #: The default world the charts and the egress table show: memory checked, greedy admission.
 CHART_SEMANTICS = SEMANTICS[1]
-
-#: An experiment point: ("default", 0), (sweep kind, value) or ("egress", $/GB).
-Point = tuple[str, float]
-DEFAULT: Point = ("default", 0.0)
 #: The default world with cross-region egress charged at AWS's inter-region rate (semantics §10).
 EGRESS: Point = ("egress", DEFAULT_EGRESS_USD_PER_GB)
 
@@ -202,354 +197,6 @@ def run_rows(
         point = (r.spec.tag["point"], r.spec.tag["value"])
         row.runs.setdefault(point, {}).setdefault(r.spec.policy, {})[r.spec.seed] = r
     return list(rows.values())
-
-
-# --- the claims ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One quantitative claim of Section IV, tested by the sign of a per-seed quantity.
-
-    With one point the quantity is ``100 * (x_policy / x_ref - 1)`` (averaged over
-    ``policies`` when there are several); with two points it is that gap at ``points[0]``
-    minus the gap at ``points[1]``, in percentage points. Positive is the paper's direction.
-    """
-
-    id: str
-    figure: str
-    words: str  # the paper's words
-    paper: str  # the number the paper gives
-    test: str  # the per-seed quantity, in words
-    metric: str  # "jct" or "cost"
-    policies: tuple[str, ...]
-    ref: str
-    points: tuple[Point, ...]
-    family: str  # claims that one mechanism explains
-
-    def gap(self, row: RowRuns, seed: int, point: Point, policy: str) -> float:
-        """``100 * (x_policy / x_ref - 1)`` on one seed at one point."""
-        get = row.jct if self.metric == "jct" else row.cost
-        return 100.0 * (get(point, policy, seed) / get(point, self.ref, seed) - 1.0)
-
-    def quantity(self, row: RowRuns, seed: int) -> float:
-        """The per-seed quantity (percent, or percentage points for a trend)."""
-
-        def mean_gap(point: Point) -> float:
-            return math.fsum(self.gap(row, seed, point, p) for p in self.policies) / len(
-                self.policies
-            )
-
-        if len(self.points) == 1:
-            return mean_gap(self.points[0])
-        return mean_gap(self.points[0]) - mean_gap(self.points[1])
-
-    def values(self, row: RowRuns) -> list[float]:
-        """The per-seed quantity on every seed of the row."""
-        return [self.quantity(row, s) for s in row.seeds]
-
-    def estimate(self, row: RowRuns) -> Estimate:
-        """Mean ± 95% CI of the per-seed quantity."""
-        return estimate(self.values(row))
-
-    @property
-    def trend(self) -> bool:
-        """Whether the claim compares a gap at two points."""
-        return len(self.points) == 2
-
-
-def _claims() -> list[Claim]:
-    out: list[Claim] = []
-    bw = {v: ("bandwidth", v) for v in (0.3, 0.9, 1.5)}
-    gpu = {v: ("gpu", v) for v in (0.5, 0.75, 1.25)}
-    jobs = {v: ("jobs", float(v)) for v in (8, 12, 16, 20, 24)}
-
-    def each(
-        prefix: str,
-        figure: str,
-        words: str,
-        metric: str,
-        point: Point,
-        paper: Mapping[str, str],
-        where: str = "",
-        policies: Sequence[str] = BASELINES,
-    ) -> None:
-        what = "JCT" if metric == "jct" else "cost"
-        for p in policies:
-            out.append(
-                Claim(
-                    f"{prefix}-{_SHORT[p]}",
-                    figure,
-                    words.format(p=LABEL[p]),
-                    paper[p],
-                    f"{LABEL[p]} {what} / BACE-Pipe {what} - 1{where}",
-                    metric,
-                    (p,),
-                    REFERENCE,
-                    (point,),
-                    metric,
-                )
-            )
-
-    rng = "+27.9% to +64.7% (range over the four)"
-    each(
-        "4J",
-        "Fig. 4",
-        "{p} has a longer average JCT than BACE-Pipe",
-        "jct",
-        DEFAULT,
-        {
-            "lcf": rng,
-            "ldf": f"{rng}; +27.9% implied (1.647 / 1.288)",
-            "cr-lcf": f"{rng}; +44.7% implied (1.279 x 1.131)",
-            "cr-ldf": f"{rng}; +64.7% (Sec. IV-D)",
-        },
-    )
-    each(
-        "4C",
-        "Fig. 4",
-        "{p} has a higher total cost than BACE-Pipe",
-        "cost",
-        DEFAULT,
-        dict.fromkeys(BASELINES, "+12.6% to +30.6% (range over the four)"),
-    )
-    for p, num in (("cr-ldf", "+28.8%"), ("cr-lcf", "+13.1%")):
-        out.append(
-            Claim(
-                f"4P-{_SHORT[p]}",
-                "Fig. 4",
-                f"cross-region paradox: {LABEL[p]} has a longer average JCT than LDF",
-                num,
-                f"{LABEL[p]} JCT / LDF JCT - 1",
-                "jct",
-                (p,),
-                "ldf",
-                (DEFAULT,),
-                "paradox",
-            )
-        )
-    each(
-        "5J.3",
-        "Fig. 5",
-        "at 0.3x bandwidth {p} has a longer average JCT than BACE-Pipe",
-        "jct",
-        bw[0.3],
-        {"ldf": "+10.7%", "cr-ldf": "+26.2%"},
-        ", bandwidth x0.3",
-        ("ldf", "cr-ldf"),
-    )
-    each(
-        "5C.3",
-        "Fig. 5",
-        "at 0.3x bandwidth {p} has a higher cost than BACE-Pipe",
-        "cost",
-        bw[0.3],
-        dict.fromkeys(BASELINES, "+29.2% to +34.9% (range)"),
-        ", bandwidth x0.3",
-    )
-    each(
-        "5J1.5",
-        "Fig. 5",
-        "at 1.5x bandwidth {p} has a longer average JCT than BACE-Pipe",
-        "jct",
-        bw[1.5],
-        {**dict.fromkeys(BASELINES, "+42.9% to +240.3% (range)"), "cr-ldf": "+240.3% (3.4x)"},
-        ", bandwidth x1.5",
-    )
-    each(
-        "5C1.5",
-        "Fig. 5",
-        "at 1.5x bandwidth {p} has a higher cost than BACE-Pipe",
-        "cost",
-        bw[1.5],
-        {**dict.fromkeys(BASELINES, "+14.3% to +28.5% (range)"), "cr-ldf": "+19.0%"},
-        ", bandwidth x1.5",
-    )
-    out.append(
-        Claim(
-            "5grow",
-            "Fig. 5",
-            "BACE-Pipe's JCT advantage grows with bandwidth (0.3x to 1.5x)",
-            "+10.7% / +26.2% at 0.3x; +42.9% to +240.3% at 1.5x",
-            "mean baseline JCT gap at x1.5 minus at x0.3 (points)",
-            "jct",
-            BASELINES,
-            REFERENCE,
-            (bw[1.5], bw[0.3]),
-            "bandwidth-trend",
-        )
-    )
-    each(
-        "6J.5",
-        "Fig. 6",
-        "at 0.5x GPUs {p} has a longer average JCT than BACE-Pipe",
-        "jct",
-        gpu[0.5],
-        {
-            **dict.fromkeys(BASELINES, "+32.2% to +69.9% (range)"),
-            "cr-lcf": "+32.2% to +69.9%; CR-* near +70%",
-            "cr-ldf": "+32.2% to +69.9%; CR-* near +70%",
-        },
-        ", GPUs x0.5",
-    )
-    each(
-        "6C.5",
-        "Fig. 6",
-        "at 0.5x GPUs {p} has a higher cost than BACE-Pipe",
-        "cost",
-        gpu[0.5],
-        dict.fromkeys(BASELINES, "+24.1% to +42.5% (range)"),
-        ", GPUs x0.5",
-    )
-    out.append(
-        Claim(
-            "6C.5-lcf>ldf",
-            "Fig. 6",
-            "at 0.5x GPUs LCF costs more than LDF",
-            "LCF above LDF (no number)",
-            "LCF cost / LDF cost - 1, GPUs x0.5",
-            "cost",
-            ("lcf",),
-            "ldf",
-            (gpu[0.5],),
-            "lcf-ldf",
-        )
-    )
-    each(
-        "6J1.25",
-        "Fig. 6",
-        "at 1.25x GPUs {p} still has a longer average JCT than BACE-Pipe",
-        "jct",
-        gpu[1.25],
-        dict.fromkeys(BASELINES, "+5.5% to +20.7% (range)"),
-        ", GPUs x1.25",
-    )
-    each(
-        "6C1.25",
-        "Fig. 6",
-        "at 1.25x GPUs {p} still has a higher cost than BACE-Pipe",
-        "cost",
-        gpu[1.25],
-        dict.fromkeys(BASELINES, "+0.2% to +9.4% (range)"),
-        ", GPUs x1.25",
-    )
-    out.append(
-        Claim(
-            "6narrow",
-            "Fig. 6",
-            "the JCT gaps narrow from 0.5x to 1.25x GPUs",
-            "+32.2% to +69.9% -> +5.5% to +20.7%",
-            "mean baseline JCT gap at x0.5 minus at x1.25 (points)",
-            "jct",
-            BASELINES,
-            REFERENCE,
-            (gpu[0.5], gpu[1.25]),
-            "gpu-trend",
-        )
-    )
-    out.append(
-        Claim(
-            "7crldf-fall",
-            "Fig. 7",
-            "CR-LDF's JCT overhead falls from 8 to 24 jobs",
-            "+64.7% -> +21.7% (43.0 points)",
-            "CR-LDF JCT gap at 8 jobs minus at 24 jobs (points)",
-            "jct",
-            ("cr-ldf",),
-            REFERENCE,
-            (jobs[8], jobs[24]),
-            "jobs-trend",
-        )
-    )
-    each(
-        "7J24",
-        "Fig. 7",
-        "at 24 jobs BACE-Pipe has a shorter average JCT than {p}",
-        "jct",
-        jobs[24],
-        dict.fromkeys(BASELINES, "9.7% to 23.3% improvement (range)"),
-        ", 24 jobs",
-    )
-    out.append(
-        Claim(
-            "7crlcf-cost",
-            "Fig. 7",
-            "the cost advantage over CR-LCF shrinks (to about 1% at 20-24 jobs)",
-            "about +1% at 20-24 jobs",
-            "CR-LCF cost gap at 8 jobs minus at 24 jobs (points)",
-            "cost",
-            ("cr-lcf",),
-            REFERENCE,
-            (jobs[8], jobs[24]),
-            "jobs-trend",
-        )
-    )
-    for abl, short, jnum, cnum in (
-        ("no-pathfinder", "pf", "+52.5%", "+20.5%"),
-        ("no-priority", "pr", "+41.9%", "+5.0%"),
-        ("no-costmin", "cm", "+4.6%", "+13.9%"),
-    ):
-        for metric, num in (("jct", jnum), ("cost", cnum)):
-            what = "JCT" if metric == "jct" else "cost"
-            longer = "a longer average JCT" if metric == "jct" else "a higher total cost"
-            out.append(
-                Claim(
-                    f"8{what[0].upper()}-{short}",
-                    "Fig. 8",
-                    f"{LABEL[abl]} has {longer} than BACE-Pipe",
-                    num,
-                    f"{LABEL[abl]} {what} / BACE-Pipe {what} - 1",
-                    metric,
-                    (abl,),
-                    REFERENCE,
-                    (DEFAULT,),
-                    f"ablation-{short}",
-                )
-            )
-    return out
-
-
-CLAIMS: tuple[Claim, ...] = tuple(_claims())
-FIGURES = ("Fig. 4", "Fig. 5", "Fig. 6", "Fig. 7", "Fig. 8")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A claim's estimate on one row and what it says about the paper's direction."""
-
-    est: Estimate
-    zero: bool  # the quantity is exactly zero on every seed
-
-    @property
-    def direction(self) -> bool:
-        """The mean has the paper's sign."""
-        return not self.zero and self.est.mean > 0
-
-    @property
-    def significant(self) -> bool:
-        """The 95% CI excludes zero, on the paper's side."""
-        return self.direction and not math.isnan(self.est.ci95) and self.est.mean > self.est.ci95
-
-    @property
-    def opposite(self) -> bool:
-        """The 95% CI excludes zero, on the other side."""
-        ci = self.est.ci95
-        return not self.zero and not math.isnan(ci) and self.est.mean < -ci
-
-    @property
-    def mark(self) -> str:
-        """``✓✓`` / ``✓`` / ``=`` / ``✗`` / ``✗✗`` (see the report's legend)."""
-        if self.zero:
-            return "="
-        if self.direction:
-            return "✓✓" if self.significant else "✓"
-        return "✗✗" if self.opposite else "✗"
-
-
-def verdict(claim: Claim, row: RowRuns) -> Verdict:
-    """The claim's estimate and marks on one row."""
-    values = claim.values(row)
-    return Verdict(estimate(values), all(v == 0.0 for v in values))
 
 
 # --- formatting ---------------------------------------------------------------------------
@@ -661,27 +308,6 @@ def _job_price(scenario: Scenario, rec: JobRecord) -> float:
 # --- mechanisms of the claims no row reproduces ---------------------------------------------
 
 
-def failing_claims(rows: Sequence[RowRuns]) -> list[Claim]:
-    """The claims whose direction no row reproduces."""
-    return [c for c in CLAIMS if not any(verdict(c, r).direction for r in rows)]
-
-
-def _groups(claims: Sequence[Claim]) -> list[list[Claim]]:
-    """Failing claims that one mechanism explains: same family and points."""
-    out: dict[tuple[Any, ...], list[Claim]] = {}
-    for c in claims:
-        out.setdefault((c.family, c.points, c.ref), []).append(c)
-    return list(out.values())
-
-
-def _policy_quantity(claim: Claim, row: RowRuns, seed: int, policy: str) -> float:
-    """The claim's quantity for one of its policies alone."""
-    first = claim.gap(row, seed, claim.points[0], policy)
-    if not claim.trend:
-        return first
-    return first - claim.gap(row, seed, claim.points[1], policy)
-
-
 def _short_row(row: RowRuns) -> str:
     return f"{row.semantics.name} / {row.scenario}"
 
@@ -693,7 +319,7 @@ def _mechanism(group: Sequence[Claim], rows: Sequence[RowRuns], rec: _Records) -
     seeds = printed.seeds
 
     def mean_q(p: str) -> float:
-        return math.fsum(_policy_quantity(main, printed, s, p) for s in seeds) / len(seeds)
+        return math.fsum(main.policy_quantity(printed, s, p) for s in seeds) / len(seeds)
 
     pol = min(main.policies, key=lambda p: (mean_q(p), p))
     ref = main.ref
@@ -824,7 +450,7 @@ def _queue_story(claim: Claim, pol: str, rows: Sequence[RowRuns], rec: _Records)
 
 def _example(claim: Claim, pol: str, row: RowRuns, rec: _Records) -> list[str]:
     point = claim.points[-1]
-    seed = min(row.seeds, key=lambda s: (_policy_quantity(claim, row, s, pol), s))
+    seed = min(row.seeds, key=lambda s: (claim.policy_quantity(row, s, pol), s))
     R, A = LABEL[claim.ref], LABEL[pol]
     scenario, r_res = rec.get(row, point, claim.ref, seed)
     _, a_res = rec.get(row, point, pol, seed)
@@ -1379,8 +1005,8 @@ def _row_summaries(rows: Sequence[RowRuns]) -> list[str]:
         d, s = _counts(row)
         figs = []
         for fig in FIGURES:
-            cs = [c for c in CLAIMS if c.figure == fig]
-            figs.append(f"{fig} {_counts(row, cs)[0]}/{len(cs)}")
+            cs = [c for c in CLAIMS if c.figure == fig.name]
+            figs.append(f"{fig.name} {_counts(row, cs)[0]}/{len(cs)}")
         jct = [c for c in CLAIMS if c.metric == "jct"]
         cost = [c for c in CLAIMS if c.metric == "cost"]
         err = errors[row.semantics.name]
@@ -1541,22 +1167,6 @@ def _and(names: Sequence[str]) -> str:
     return f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-_FIGURE_CHARTS = {
-    "Fig. 4": ("compare", "Fig. 4 style: average JCT and cost normalised to BACE-Pipe"),
-    "Fig. 5": ("sweep-bandwidth", "Fig. 5 style: sensitivity to inter-region bandwidth"),
-    "Fig. 6": ("sweep-gpu", "Fig. 6 style: sensitivity to GPU capacity"),
-    "Fig. 7": ("sweep-jobs", "Fig. 7 style: sensitivity to the number of jobs"),
-    "Fig. 8": ("ablation", "Fig. 8 style: the ablations against BACE-Pipe"),
-}
-_FIGURE_TITLES = {
-    "Fig. 4": "Fig. 4: end-to-end (8 jobs, default resources)",
-    "Fig. 5": "Fig. 5: bandwidth x{0.3, 0.9, 1.5}",
-    "Fig. 6": "Fig. 6: GPUs x{0.5, 0.75, 1.25}",
-    "Fig. 7": "Fig. 7: 8 to 24 jobs",
-    "Fig. 8": "Fig. 8: ablation",
-}
-
-
 def _per_figure(rows: Sequence[RowRuns]) -> list[str]:
     out = [
         "## Figure by figure",
@@ -1567,21 +1177,21 @@ def _per_figure(rows: Sequence[RowRuns]) -> list[str]:
         "",
     ]
     for fig in FIGURES:
-        claims = [c for c in CLAIMS if c.figure == fig]
+        claims = [c for c in CLAIMS if c.figure == fig.name]
         head = ["claim", "paper", *(_col(r) for r in rows)]
         body = [[f"`{c.id}`", c.paper, *(cell_text(verdict(c, r)) for r in rows)] for c in claims]
         counts = ", ".join(f"{_col(r)} {_counts(r, claims)[0]}" for r in rows)
-        stem, alt = _FIGURE_CHARTS[fig]
+        alt = f"{fig.name} style: {fig.style}"
         out += [
-            f"### {_FIGURE_TITLES[fig]}",
+            f"### {fig.name}: {fig.shows}",
             "",
             *_table(head, body, "ll" + "r" * len(rows)),
             "",
             f"Claims reproduced in direction, of {len(claims)}: {counts}.",
             "",
-            f"![{alt}, paper](img/{stem}-paper.png)",
+            f"![{alt}, paper](img/{fig.chart}-paper.png)",
             "",
-            f"![{alt}, paper-aws](img/{stem}-paper-aws.png)",
+            f"![{alt}, paper-aws](img/{fig.chart}-paper-aws.png)",
             "",
         ]
     return out
@@ -1600,7 +1210,7 @@ def _mechanisms(rows: Sequence[RowRuns]) -> list[str]:
         "",
     ]
     rec = _Records()
-    for group in _groups(failing):
+    for group in claim_groups(failing):
         out += _mechanism(group, rows, rec)
     return out
 

@@ -5,7 +5,7 @@ record and a row of runs into an estimate and a mark.
 A record names the figure, the paper's words and number, the metric it compares (average JCT
 or total cost), the policies against a reference policy, the experiment points (one for a gap,
 two for a trend), the sign the paper predicts and the margin the mean must clear. The runs
-behind a row come from :mod:`.reproduce`; this module needs only the
+behind a row come from :mod:`.reproduce_runs`; this module needs only the
 :class:`Measured` accessors, so the table and its evaluation stand alone.
 """
 
@@ -89,7 +89,7 @@ FIGURES = (
 
 class Measured(Protocol):
     """What a claim reads from a row of runs: the seeds, and each run's average JCT and total
-    cost by point, policy and seed (:class:`~.reproduce.RowRuns`)."""
+    cost by point, policy and seed (:class:`~.reproduce_runs.RowRuns`)."""
 
     @property
     def seeds(self) -> tuple[int, ...]:

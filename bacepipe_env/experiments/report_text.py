@@ -1,25 +1,31 @@
 """Markdown helpers every generated report shares (``reproduction.md``, ``online.md``,
-``faults.md``): tables, prose wrapped at 96 columns, seed lists and ``mean ± CI`` cells.
+``faults.md``): tables, prose wrapped at 96 columns, seed lists, ``mean ± CI`` cells, and the
+named prose templates of ``templates/*.md``.
 
 The report modules import this one and nothing imports them back, so the helpers have one home.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import textwrap
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import resources
 
 from .stats import Estimate
 
 __all__ = [
     "WIDTH",
+    "Templates",
     "markdown_table",
     "plus_minus",
     "ratio_text",
     "seed_range",
     "seeds_text",
+    "templates",
     "wrap_prose",
 ]
 
@@ -103,3 +109,112 @@ def plus_minus(e: Estimate, fmt: Callable[[float], str]) -> str:
 def ratio_text(x: float) -> str:
     """A ratio with three decimals (``1.042``)."""
     return f"{x:.3f}"
+
+
+# --- prose templates --------------------------------------------------------------------------
+
+_BLOCK = re.compile(r"^@@ (\S+)( verbatim)?$")
+# A template line that starts an output line of its own rather than continuing a paragraph.
+_STARTS_LINE = re.compile(r"^(#|\||!\[|<!--|[-*] |\d+\. |\*\S|\{\w+\}$)")
+_SPLICE = re.compile(r"^\{(\w+)\}$")
+
+
+@dataclass(frozen=True)
+class _Block:
+    lines: tuple[str, ...]  # output lines, each a str.format template (verbatim: plain text)
+    verbatim: bool
+
+
+class Templates:
+    """Named prose blocks of a text file, filled with :meth:`str.format` fields.
+
+    A line ``@@ name`` starts a block (``@@ name verbatim``: a block copied line for line,
+    without fields); text before the first block is a comment. In a block a paragraph's lines
+    are joined with single spaces into one output line (the report wraps it again), blank lines
+    stay, and a line starts a new output line when it opens a heading, a table row, an image,
+    an HTML comment, a list item, an emphasised caption or a splice. A splice is a line holding
+    only ``{name}`` whose value is a list of lines: they replace it, and an empty list also
+    takes the blank line after it. Literal braces are written ``{{`` and ``}}``.
+    """
+
+    def __init__(self, text: str) -> None:
+        blocks: dict[str, _Block] = {}
+        name: str | None = None
+        verbatim = False
+        body: list[str] = []
+
+        def close() -> None:
+            if name is not None:
+                blocks[name] = _Block(self._unfold(body, verbatim), verbatim)
+
+        for line in text.split("\n"):
+            head = _BLOCK.match(line)
+            if head:
+                close()
+                name, verbatim, body = head.group(1), bool(head.group(2)), []
+                if name in blocks:
+                    raise ValueError(f"template block {name!r} is defined twice")
+            elif name is not None:
+                body.append(line.rstrip())
+        close()
+        self._blocks = blocks
+
+    @staticmethod
+    def _unfold(body: Sequence[str], verbatim: bool) -> tuple[str, ...]:
+        lines = list(body)
+        while lines and not lines[0]:
+            lines.pop(0)
+        while lines and not lines[-1]:
+            lines.pop()
+        if verbatim:
+            return tuple(lines)
+        out: list[str] = []
+        for line in lines:
+            if line and out and out[-1] and not _STARTS_LINE.match(line):
+                out[-1] += " " + line.lstrip()
+            else:
+                out.append(line)
+        return tuple(out)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The blocks' names, in file order."""
+        return tuple(self._blocks)
+
+    def lines(self, name: str, /, **values: object) -> list[str]:
+        """Block ``name`` with its fields filled: one string per output line."""
+        block = self._blocks[name]
+        if block.verbatim:
+            return list(block.lines)
+        out: list[str] = []
+        skip_blank = False
+        for line in block.lines:
+            if skip_blank and not line:
+                skip_blank = False
+                continue
+            skip_blank = False
+            splice = _SPLICE.match(line)
+            spliced = values.get(splice.group(1)) if splice else None
+            if isinstance(spliced, list):
+                out += [str(x) for x in spliced]
+                skip_blank = not spliced
+                continue
+            out.append(line.format(**values))
+        return out
+
+    def text(self, name: str, /, **values: object) -> str:
+        """A one-paragraph block filled, as one line."""
+        lines = self.lines(name, **values)
+        if len(lines) != 1:
+            raise ValueError(f"template block {name!r} is {len(lines)} lines, not one")
+        return lines[0]
+
+
+_PACKAGE = __name__.rpartition(".")[0]
+
+
+@functools.cache
+def templates(file: str) -> Templates:
+    """The packaged template file ``templates/<file>``, parsed once."""
+    text = (resources.files(_PACKAGE) / "templates" / file).read_text(encoding="utf-8")
+    return Templates(text)

@@ -1,10 +1,12 @@
 """The claims table of ``bacepipe reproduce`` (experiments/claims.py) is well formed, and its one
-generic evaluation gives hand-computed numbers."""
+generic evaluation gives hand-computed numbers; the prose templates parse as documented."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
+from importlib import resources
 
 import pytest
 
@@ -21,7 +23,8 @@ from bacepipe_env.experiments.claims import (
     failing_claims,
     verdict,
 )
-from bacepipe_env.experiments.reproduce import points
+from bacepipe_env.experiments.report_text import Templates, templates
+from bacepipe_env.experiments.reproduce_runs import points
 from bacepipe_env.policies.registry import make_policy
 
 TEXT_FIELDS = ("id", "figure", "metric", "ref", "family", "words", "paper", "test", "direction")
@@ -153,3 +156,56 @@ def test_groups_share_family_points_and_reference() -> None:
     assert sum(len(g) for g in groups) == len(CLAIMS)
     for g in groups:
         assert len({(c.family, c.points, c.ref) for c in g}) == 1
+
+
+# --- the prose templates ----------------------------------------------------------------------
+
+
+def test_templates_unfold_splice_and_copy() -> None:
+    book = Templates(
+        "a comment\n"
+        "@@ para\n"
+        "# Title {n}\n"
+        "\n"
+        "First line of a paragraph\n"
+        "  continues here {x:.1f}.\n"
+        "- an item\n"
+        "  continued\n"
+        "{table}\n"
+        "\n"
+        "after\n"
+        "@@ copy verbatim\n"
+        "kept\n"
+        "  as {is}\n"
+    )
+    assert book.names == ("para", "copy")
+    lines = book.lines("para", n=2, x=1.25, table=["| a |", "|---|"])
+    assert lines == [
+        "# Title 2",
+        "",
+        "First line of a paragraph continues here 1.2.",
+        "- an item continued",
+        "| a |",
+        "|---|",
+        "",
+        "after",
+    ]
+    # an empty splice takes the blank line after it
+    assert book.lines("para", n=1, x=0.0, table=[])[-2:] == ["- an item continued", "after"]
+    assert book.lines("copy") == ["kept", "  as {is}"]
+    with pytest.raises(ValueError, match="not one"):
+        book.text("copy")
+
+
+def test_reproduction_template_blocks_are_unique_and_fields_are_simple() -> None:
+    book = templates("reproduction.md")
+    assert {"report", "summary", "why", "mechanism", "fig1.walkthrough"} <= set(book.names)
+    path = resources.files("bacepipe_env.experiments") / "templates" / "reproduction.md"
+    text = path.read_text(encoding="utf-8")
+    headers = re.findall(r"^@@ (\S+)", text, re.M)
+    assert len(headers) == len(set(headers))
+    # fields are plain names with an optional format spec: no attribute or index lookups
+    fields = re.findall(r"\{([^{}]*)\}", text)
+    assert "n_claims" in fields
+    for field in fields:
+        assert re.fullmatch(r"\w+(:,|:[,.0-9]*[fg])?", field), field

@@ -275,6 +275,8 @@ def test_wheel_installs_only_bacepipe_names(wheel: zipfile.ZipFile) -> None:
     assert "bacepipe_env/py.typed" in names
     assert "bacepipe_env/__main__.py" in names
     assert {f"bacepipe_env/scenarios/data/{s}.json" for s in ("paper", "fig1")} <= set(names)
+    # the prose of `bacepipe reproduce`, read at run time
+    assert "bacepipe_env/experiments/templates/reproduction.md" in names
     # the pretrained agents: one model and its settings per registered env
     for slug in ("geopipe", "geopipe-fig1", "geopipe-random", "geopipe-online"):
         assert {f"bacepipe_env/pretrained/{slug}.{ext}" for ext in ("zip", "json")} <= set(names)

@@ -11,7 +11,6 @@ of the arguments, so the same command writes the same bytes.
 
 from __future__ import annotations
 
-import math
 import operator
 import warnings
 from collections.abc import Callable, Sequence
@@ -26,7 +25,7 @@ from ..outputs import save_figure, write_text
 from ..scenarios.loader import load_scenario
 from .experiments import check_policies, check_seeds
 from .plots import _pyplot
-from .reproduce import _table, _wrap, seeds_text
+from .report_text import markdown_table, plus_minus, seeds_text, wrap_prose
 from .runner import RayBackend, RunGrid, RunSummary, check_workers, expand, run_all
 from .stats import Estimate, estimate
 
@@ -235,9 +234,7 @@ def splice(old: str | None, block: str) -> str:
 
 
 def _pm(e: Estimate, fmt: str) -> str:
-    if math.isnan(e.ci95):
-        return format(e.mean, fmt)
-    return f"{format(e.mean, fmt)} ± {format(e.ci95, fmt)}"
+    return plus_minus(e, lambda x: format(x, fmt))
 
 
 def _seed_words(seeds: Sequence[int]) -> str:
@@ -304,7 +301,7 @@ def render_block(data: FaultRuns) -> str:
         "the wasted part included); restarts (after a failure, an outage or a preemption), "
         "preemptions, wasted GPU-hours and wasted cost are means of each run's totals.",
         "",
-        *_table(head, body, "l" + "r" * (len(head) - 1)),
+        *markdown_table(head, body, "l" + "r" * (len(head) - 1)),
         "",
         f"![Mean JCT and cost against the GPU failure rate, per policy](img/{CHART})",
         "",
@@ -313,7 +310,7 @@ def render_block(data: FaultRuns) -> str:
         "",
         END,
     ]
-    return "\n".join(_wrap(lines))
+    return "\n".join(wrap_prose(lines))
 
 
 # --- the chart ------------------------------------------------------------------------------

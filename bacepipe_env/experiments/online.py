@@ -26,7 +26,7 @@ from ..policies.registry import baseline_names
 from ..scenarios.loader import compile_scenario, load_scenario_spec
 from .experiments import check_policies, check_seeds, reference_policy
 from .plots import _pyplot
-from .reproduce import _table, _wrap, seeds_text
+from .report_text import markdown_table, plus_minus, ratio_text, seeds_text, wrap_prose
 from .runner import RayBackend, RunGrid, RunSummary, check_workers, expand, run_all
 from .stats import Estimate, estimate
 
@@ -276,22 +276,12 @@ def _h(x: float) -> str:
     return f"{x:,.1f}"
 
 
-def _pm(e: Estimate, fmt: Callable[[float], str]) -> str:
-    if math.isnan(e.ci95):
-        return fmt(e.mean)
-    return f"{fmt(e.mean)} ± {fmt(e.ci95)}"
-
-
 def _usd(x: float) -> str:
     return f"${x:,.0f}"
 
 
 def _tonnes(x_kg: float) -> str:
     return f"{x_kg / 1000:,.1f}"
-
-
-def _ratio(x: float) -> str:
-    return f"{x:.3f}"
 
 
 def _load(x: float) -> str:
@@ -336,7 +326,7 @@ def render_block(data: OnlineRuns) -> str:
         "",
         END,
     ]
-    return "\n".join(_wrap(lines))
+    return "\n".join(wrap_prose(lines))
 
 
 def _seed_words(seeds: Sequence[int]) -> str:
@@ -356,13 +346,13 @@ def _ranking(data: OnlineRuns, at: float) -> list[str]:
             [
                 str(ranks[p]),
                 f"`{p}`",
-                _pm(data.est(at, p, _jct), _h),
-                _pm(data.ratio(at, p, _jct), _ratio),
+                plus_minus(data.est(at, p, _jct), _h),
+                plus_minus(data.ratio(at, p, _jct), ratio_text),
                 _h(data.mean(at, p, _p95)),
                 _h(data.mean(at, p, _p99)),
                 f"{data.mean(at, p, _slowdown):,.1f}",
                 _usd(data.mean(at, p, _cost)),
-                _pm(data.ratio(at, p, _cost), _ratio),
+                plus_minus(data.ratio(at, p, _cost), ratio_text),
                 _tonnes(data.mean(at, p, _carbon)),
                 f"{100 * data.mean(at, p, _util):.1f}%",
                 f"{data.mean(at, p, _throughput):.4f}",
@@ -396,7 +386,7 @@ def _ranking(data: OnlineRuns, at: float) -> list[str]:
         "and the GPU-hours they wasted (restarts and checkpoint writes) are means of each run's "
         "figure.",
         "",
-        *_table(head, body, "rl" + "r" * (len(head) - 2)),
+        *markdown_table(head, body, "rl" + "r" * (len(head) - 2)),
         "",
     ]
 
@@ -422,7 +412,7 @@ def _by_load(data: OnlineRuns) -> list[str]:
             [f"`{p}`", *(f"{fmt(data.mean(x, p, metric))} ({ranks[x][p]})" for x in loads)]
             for p in data.policies
         ]
-        out += [f"{title}:", "", *_table(head, body, "l" + "r" * len(loads)), ""]
+        out += [f"{title}:", "", *markdown_table(head, body, "l" + "r" * len(loads)), ""]
     head = ["load", "lowest mean JCT", "lowest p95 JCT", "lowest cost", "lowest carbon"]
     body = []
     for x in loads:
@@ -431,7 +421,7 @@ def _by_load(data: OnlineRuns) -> list[str]:
             rank = data.ranks(x, metric)
             cells.append(", ".join(f"`{p}`" for p in data.policies if rank[p] == 1))
         body.append(cells)
-    out += ["The best policy at each load:", "", *_table(head, body, "rllll")]
+    out += ["The best policy at each load:", "", *markdown_table(head, body, "rllll")]
     return out
 
 

@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .report_text import markdown_table, plus_minus, ratio_text
 from .runner import RANDOM, RayBackend, RunSummary, expand, run_all
 from .stats import Estimate, estimate
 
@@ -75,10 +76,6 @@ def run_ranking(
 
 def render(data: PreemptRanking) -> list[str]:
     """The section's lines (markdown, before wrapping)."""
-    # the report's table writer and the online tables' ratio cells (both import this module)
-    from .online import _pm, _ratio
-    from .reproduce import _table
-
     n = len(data.seeds)
     head = [
         "world",
@@ -103,7 +100,7 @@ def render(data: PreemptRanking) -> list[str]:
                     str(off[p]),
                     f"{data.mean(world, RULE, p):,.1f}",
                     str(on[p]),
-                    _pm(data.ratio(world, p), _ratio),
+                    plus_minus(data.ratio(world, p), ratio_text),
                     f"{data.mean(world, RULE, p, 'n_preemptions'):,.1f}",
                     f"{data.mean(world, RULE, p, 'wasted_gpu_hours'):,.0f}",
                 ]
@@ -132,7 +129,7 @@ def render(data: PreemptRanking) -> list[str]:
         + ". Means over the seeds; ranks by mean JCT (1 the fastest); the ratio is taken seed "
         "by seed, ± the half-width of its 95% interval.",
         "",
-        *_table(head, body, "ll" + "r" * (len(head) - 2)),
+        *markdown_table(head, body, "ll" + "r" * (len(head) - 2)),
         "",
         " ".join(notes),
         "",

@@ -87,6 +87,7 @@ __all__ = [
     "PriceChange",
     "PriceChangeEnd",
     "PriceChangeStart",
+    "ScheduledChange",
 ]
 
 DEFAULT_CHECKPOINT_INTERVAL_S = 3600.0
@@ -260,7 +261,8 @@ class FaultModel:
         change's start then its end; the outages, then the link changes, then the price
         changes. The simulator queues them in this order (ties at one instant keep it)."""
         out: list[tuple[float, FaultEvent]] = []
-        for changes in (self.outages, self.links, self.prices):
+        groups: tuple[Sequence[ScheduledChange], ...] = (self.outages, self.links, self.prices)
+        for changes in groups:
             for index, change in enumerate(changes):
                 out.extend(change.events(index))
         return out
@@ -279,6 +281,19 @@ class FaultModel:
 
 def _known(names: Sequence[str]) -> str:
     return f"unknown region; known: {choices(names)}"
+
+
+class ScheduledChange(Protocol):
+    """A change of the world over a window of time (an outage, a link or a price change): it
+    runs as events, at least its start and its end."""
+
+    @property
+    def start(self) -> float: ...
+    @property
+    def end(self) -> float: ...
+    def events(self, index: int) -> tuple[tuple[float, FaultEvent], ...]:
+        """``(time, event)`` pairs; ``index`` is the change's place among its kind's."""
+        ...
 
 
 class FaultTarget(Protocol):

@@ -156,12 +156,14 @@ class SimulationState:
     @property
     def free_gpus(self) -> tuple[int, ...]:
         """Free GPUs per region now."""
-        return self._ledger.free_gpus
+        view = self._ledger.free_view  # read at every decision: the ledger's cached view
+        return view if view is not None else self._ledger.free_gpus
 
     @property
     def residual_rows(self) -> tuple[tuple[float, ...], ...]:
         """Residual bandwidth ``B - reserved`` (bytes/s) as nested tuples; row u, column v."""
-        return self._ledger.residual_rows
+        view = self._ledger.residual_view
+        return view if view is not None else self._ledger.residual_rows
 
     def placement_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(free, prices, residual)``: :attr:`free_gpus` (int64, K), the cluster's prices
@@ -217,7 +219,8 @@ class SimulationState:
     @property
     def network_utilization(self) -> float:
         """Eq. (11) alpha on the current reservations."""
-        return self._ledger.network_utilization
+        alpha = self._ledger.alpha
+        return alpha if alpha is not None else self._ledger.network_utilization
 
     @property
     def pending(self) -> tuple[int, ...]:

@@ -181,18 +181,30 @@ class Accounts:
         recovery: FaultModel,
         prof: JobProfile,
     ) -> int:
-        """Book an attempt that ends at ``end`` (:meth:`AttemptBook.progress`): what it cost,
-        what it wasted, and its carbon (flat) and egress into the run's. Returns the job's
-        attempts so far."""
-        done, wasted = book.progress(
-            job_id,
-            run,
-            end,
-            outcome,
-            recovery.checkpoint_interval_s,
-            recovery.preempt_checkpoint_s is not None,
-        )
-        start = run.start
+        """Book an attempt that ends at ``end``: what it cost, what it wasted, and the
+        iterations the job has left (its last checkpoint, if it did not complete); its carbon
+        (flat) and egress join the run's. A preempted attempt that wrote a checkpoint keeps
+        all its work up to its preemption (the checkpoint written since is wasted time); any
+        other interrupted one keeps its last periodic checkpoint. Returns the job's attempts
+        so far."""
+        start, cs = run.start, run.compute_start
+        stop = end if run.preempted_at is None else run.preempted_at  # computing stopped
+        iters_left = book.iters_left
+        if outcome == "completed":
+            done, wasted = run.iters, [(start, cs)]
+            iters_left[job_id] = 0.0
+        elif stop <= cs:  # interrupted while restoring its checkpoint: nothing done
+            done, wasted = 0.0, [(start, end)]
+        elif outcome == "preempted" and recovery.preempt_checkpoint_s is not None:
+            done = run.iters - run.iters_left(stop)
+            iters_left[job_id] = run.iters_left(stop)
+            wasted = [(start, cs), (stop, end)]
+        else:  # checkpoints every checkpoint_interval_s of computing
+            ci = recovery.checkpoint_interval_s
+            kept = cs + math.floor((stop - cs) / ci) * ci
+            done = run.iters - run.iters_left(stop)
+            iters_left[job_id] = run.iters_left(kept)
+            wasted = [(start, cs), (kept, end)]
         cost, carbon = self.energy(run, start, end)
         wasted_cost = math.fsum(self.energy(run, a, b)[0] for a, b in wasted)
         wasted_s = math.fsum(max(0.0, b - a) for a, b in wasted)
@@ -201,10 +213,20 @@ class Accounts:
             egress = self.tariff.egress_cost(
                 run.placement.path, done * prof.n_micro * prof.activation_bytes
             )
+        n = run.placement.n_gpus
+        acc = book.totals.setdefault(job_id, [0.0] * 5)
+        acc[0] += cost
+        acc[1] += carbon
+        acc[2] += egress
+        acc[3] += wasted_s * n
+        acc[4] += wasted_cost
+        book.attained[job_id] += n * (end - start)
         if self.flat:
             self.carbon_accrued += run.carbon_rate * (end - start)
         self.cost_accrued += egress
-        return book.close(job_id, run, end, outcome, wasted_s, (cost, carbon, egress, wasted_cost))
+        attempts = book.attempts.setdefault(job_id, [])
+        attempts.append(Attempt(start, end, run.placement, outcome, run.restart, wasted_s))
+        return len(attempts)
 
     def record(
         self,

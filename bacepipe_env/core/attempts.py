@@ -10,7 +10,6 @@ from the job's last checkpoint after a restart. :class:`Running` is an attempt i
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -96,14 +95,13 @@ class AttemptBook:
         self.n_preempted: dict[int, int] = dict.fromkeys(jobs, 0)
         self.attained: dict[int, float] = dict.fromkeys(jobs, 0.0)  # closed attempts
 
-    def copy(self, finished: Mapping[int, object]) -> AttemptBook:
-        """An independent copy; a ``finished`` job's attempts and totals never change again
-        and are shared."""
+    def copy(self, done: Mapping[int, object]) -> AttemptBook:
+        """An independent copy; the attempts and totals of a ``done`` job (a finished one)
+        never change again and are shared."""
         new = object.__new__(AttemptBook)
         new.iters_left = dict(self.iters_left)
-        done = finished
         new.attempts = {j: a if j in done else list(a) for j, a in self.attempts.items()}
-        new.totals = {j: a if j in done else list(a) for j, a in self.totals.items()}
+        new.totals = {j: t if j in done else list(t) for j, t in self.totals.items()}
         new.n_preempted = dict(self.n_preempted)
         new.attained = dict(self.attained)
         return new
@@ -111,59 +109,3 @@ class AttemptBook:
     def has_run(self, job_id: int) -> bool:
         """Whether the job has had an attempt (its next one restarts from a checkpoint)."""
         return job_id in self.attempts
-
-    def progress(
-        self,
-        job_id: int,
-        run: Running,
-        end: float,
-        outcome: str,
-        checkpoint_interval_s: float,
-        checkpoint_at_preemption: bool,
-    ) -> tuple[float, list[tuple[float, float]]]:
-        """An attempt that ends at ``end``: the iterations it did, and the intervals it wasted.
-        The job keeps its work up to its last checkpoint: all of it for a completed attempt;
-        up to its preemption for a preempted one that wrote a checkpoint (the checkpoint
-        written since is wasted time); up to its last periodic checkpoint for any other
-        interrupted one."""
-        start, cs = run.start, run.compute_start
-        stop = end if run.preempted_at is None else run.preempted_at  # computing stopped
-        if outcome == "completed":
-            done, wasted = run.iters, [(start, cs)]
-            self.iters_left[job_id] = 0.0
-        elif stop <= cs:  # interrupted while restoring its checkpoint: nothing done
-            done, wasted = 0.0, [(start, end)]
-        elif outcome == "preempted" and checkpoint_at_preemption:
-            done = run.iters - run.iters_left(stop)
-            self.iters_left[job_id] = run.iters_left(stop)
-            wasted = [(start, cs), (stop, end)]
-        else:  # checkpoints every checkpoint_interval_s of computing
-            ci = checkpoint_interval_s
-            kept = cs + math.floor((stop - cs) / ci) * ci
-            done = run.iters - run.iters_left(stop)
-            self.iters_left[job_id] = run.iters_left(kept)
-            wasted = [(start, cs), (kept, end)]
-        return done, wasted
-
-    def close(
-        self,
-        job_id: int,
-        run: Running,
-        end: float,
-        outcome: str,
-        wasted_s: float,
-        money: tuple[float, float, float, float],
-    ) -> int:
-        """Book a closed attempt: its ``(cost, carbon, egress, wasted cost)``, its ``wasted_s``
-        seconds and its GPU-seconds. Returns the job's attempts so far."""
-        cost, carbon, egress, wasted_cost = money
-        acc = self.totals.setdefault(job_id, [0.0] * 5)
-        acc[0] += cost
-        acc[1] += carbon
-        acc[2] += egress
-        acc[3] += wasted_s * run.placement.n_gpus
-        acc[4] += wasted_cost
-        self.attained[job_id] += run.placement.n_gpus * (end - run.start)
-        attempts = self.attempts.setdefault(job_id, [])
-        attempts.append(Attempt(run.start, end, run.placement, outcome, run.restart, wasted_s))
-        return len(attempts)

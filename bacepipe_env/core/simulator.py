@@ -417,8 +417,10 @@ class Simulator(SimulationState):
         dt = t - self._time
         if dt > 0.0:  # accrue JCT (jobs in system) and electricity (running jobs) up to t
             self._accounts.job_seconds += (len(queue.pending) + len(self._running)) * dt
-            if self._running:
-                self._accrue(self._time, t)
+            if self._running:  # a region down bills none of its GPUs (none is down unfaulted)
+                state = self._fault_state
+                down = None if state is None else state.down
+                self._accounts.accrue(self._time, t, self._ledger.free, down)
         self._time = t
         self._version += 1
         state = self._fault_state
@@ -447,12 +449,6 @@ class Simulator(SimulationState):
             if queue.held:  # jobs whose preemption ended at this instant sit this pass out
                 queue.tried.update(queue.held)
                 queue.held.clear()
-
-    def _accrue(self, t0: float, t1: float) -> None:
-        """Cost and carbon of the running jobs over ``[t0, t1]``, where none starts or ends."""
-        state = self._fault_state
-        down = state.down if self.faults is not None and state is not None else None
-        self._accounts.accrue(t0, t1, self._ledger.free, down)
 
     def _check(self, job_id: int, p: Placement) -> None:
         name = self.placement_policy.name

@@ -5,15 +5,10 @@ from .cluster import DEFAULT_POWER_KW, Cluster, Region
 from .job import Job, ModelSpec, TrainingConstants
 from .perf import JobProfile, iteration_time, profile_job
 from .placement import Placement
+from .records import JobRecord, RunResult
 from .scenario import Scenario
-from .simulator import (
-    JobRecord,
-    OrderingPolicy,
-    PlacementPolicy,
-    RunResult,
-    SchedulerView,
-    Simulator,
-)
+from .simulator import Simulator
+from .views import OrderingPolicy, PlacementPolicy, SchedulerView
 from .world import KNOBS, World
 
 __all__ = [

@@ -22,26 +22,58 @@ A learned agent that can wait decides admission itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from ..errors import ValidationError
 from .memory import largest_feasible_gpus
+from .perf import JobProfile
 from .placement import Placement
-
-if TYPE_CHECKING:
-    from .simulator import Release, Simulator
+from .views import Release
 
 __all__ = [
     "ADMISSION_RULES",
     "AdmissionRule",
+    "AdmissionView",
     "AnnounceAwareAdmission",
     "FinishAwareAdmission",
     "FullAdmission",
     "GreedyAdmission",
+    "SubmitCalendar",
     "finish_after_release",
     "hold_for_announced",
     "make_admission",
 ]
+
+
+class SubmitCalendar(Protocol):
+    """The part of a scenario admission rules read: every job's submit time (seconds)."""
+
+    @property
+    def submit_times(self) -> Mapping[int, float]: ...
+
+
+class AdmissionView(Protocol):
+    """What admission rules read of a simulation, and nothing else: the clock, the free GPUs
+    and residual bandwidth, the jobs' profiles, memory floors and submit times, the calendar
+    of announced jobs, and the placement policy's answers and Eq. (2) on any state. The
+    simulator implements it (:class:`~bacepipe_env.core.state.SimulationState`)."""
+
+    @property
+    def time(self) -> float: ...
+    @property
+    def free_gpus(self) -> tuple[int, ...]: ...
+    @property
+    def residual_rows(self) -> tuple[tuple[float, ...], ...]: ...
+    @property
+    def scenario(self) -> SubmitCalendar: ...
+    def profile(self, job_id: int) -> JobProfile: ...
+    def memory_floor(self, job_id: int) -> tuple[int, ...]: ...
+    def execution_time(self, job_id: int, placement: Placement) -> float: ...
+    def next_release(self) -> Release | None: ...
+    def placement_on(self, job_id: int, state: Release) -> Placement | None: ...
+    def full_gpus(self, job_id: int) -> int: ...
+    def announced(self) -> tuple[int, ...]: ...
 
 
 class AdmissionRule(Protocol):
@@ -49,7 +81,7 @@ class AdmissionRule(Protocol):
 
     name: str
 
-    def admit(self, sim: Simulator, job_id: int, placement: Placement) -> bool:
+    def admit(self, sim: AdmissionView, job_id: int, placement: Placement) -> bool:
         """True to start now, False to leave the job pending until the next event."""
         ...
 
@@ -59,7 +91,7 @@ class GreedyAdmission:
 
     name = "greedy"
 
-    def admit(self, sim: Simulator, job_id: int, placement: Placement) -> bool:
+    def admit(self, sim: AdmissionView, job_id: int, placement: Placement) -> bool:
         """Always."""
         return True
 
@@ -75,7 +107,7 @@ class FinishAwareAdmission:
 
     name = "finish-aware"
 
-    def admit(self, sim: Simulator, job_id: int, placement: Placement) -> bool:
+    def admit(self, sim: AdmissionView, job_id: int, placement: Placement) -> bool:
         """Whether starting now finishes no later than waiting for the next release."""
         release = sim.next_release()
         if release is None:
@@ -88,10 +120,10 @@ class FinishAwareAdmission:
 
 
 def finish_after_release(
-    sim: Simulator, job_id: int, release: Release
+    sim: AdmissionView, job_id: int, release: Release
 ) -> tuple[float, Placement] | None:
     """``(finish time, placement)`` of ``job_id`` if it waits for ``release`` (the state after
-    the next GPU release, :meth:`Simulator.next_release`) and starts then on what the placement
+    the next GPU release, :meth:`AdmissionView.next_release`) and starts then on what the placement
     policy offers it there; None when nothing it offers there fits. What ``finish-aware``
     compares with starting now, and what the environment's ``wait_preview`` shows (through
     :meth:`~bacepipe_env.envs.previews.PlacementPreviewer.waits`, a memo of it)."""
@@ -107,7 +139,7 @@ class FullAdmission:
 
     name = "full"
 
-    def admit(self, sim: Simulator, job_id: int, placement: Placement) -> bool:
+    def admit(self, sim: AdmissionView, job_id: int, placement: Placement) -> bool:
         """Whether the placement has the job's full GPU count."""
         return placement.n_gpus >= sim.full_gpus(job_id)
 
@@ -144,19 +176,17 @@ class AnnounceAwareAdmission(FinishAwareAdmission):
 
     name = "announce-aware"
 
-    def admit(self, sim: Simulator, job_id: int, placement: Placement) -> bool:
+    def admit(self, sim: AdmissionView, job_id: int, placement: Placement) -> bool:
         """Whether finish-aware starts the job now and no announced job is worth holding for."""
         if not super().admit(sim, job_id, placement):
             return False
         return hold_for_announced(sim, job_id, placement) is None
 
 
-def hold_for_announced(sim: Simulator, job_id: int, placement: Placement) -> int | None:
+def hold_for_announced(sim: AdmissionView, job_id: int, placement: Placement) -> int | None:
     """The first announced job (submission order) that ``job_id`` starting now on
     ``placement`` would block and that should go first by :class:`AnnounceAwareAdmission`'s
     test, or None (nothing announced, nothing blocked, or starting now is no worse)."""
-    from .simulator import Release  # the simulator imports this module
-
     announced = sim.announced()
     if not announced:
         return None

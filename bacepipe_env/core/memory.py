@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Protocol
 
-from .perf import JobProfile
+from .job import Job
 
 __all__ = [
+    "StageProfile",
     "largest_feasible_gpus",
     "layers_per_stage",
     "memory_floor",
@@ -39,13 +41,27 @@ __all__ = [
 ]
 
 
-def state_bytes_per_layer(profile: JobProfile) -> float:
+class StageProfile(Protocol):
+    """What the memory model reads of a job's profile: the job (its model and training
+    constants), its micro-batches ``M`` and its boundary activation ``A`` (bytes).
+    :class:`~bacepipe_env.core.perf.JobProfile` is one; the performance model builds on this
+    module, not the other way round."""
+
+    @property
+    def job(self) -> Job: ...
+    @property
+    def n_micro(self) -> int: ...
+    @property
+    def activation_bytes(self) -> float: ...
+
+
+def state_bytes_per_layer(profile: StageProfile) -> float:
     """Training state of one layer: ``bytes_per_param * N / n_layers`` bytes."""
     job = profile.job
     return job.constants.bytes_per_param * job.model.params / job.model.n_layers
 
 
-def stage_overhead_bytes(profile: JobProfile) -> float:
+def stage_overhead_bytes(profile: StageProfile) -> float:
     """What a stage holds besides its layers' state: ``M * A`` stashed boundary activations
     plus one layer's working activations for one micro-batch (bytes)."""
     c = profile.job.constants
@@ -53,12 +69,12 @@ def stage_overhead_bytes(profile: JobProfile) -> float:
     return profile.n_micro * profile.activation_bytes + working
 
 
-def stage_memory_bytes(profile: JobProfile, layers: int) -> float:
+def stage_memory_bytes(profile: StageProfile, layers: int) -> float:
     """Memory of a stage holding ``layers`` layers (bytes)."""
     return layers * state_bytes_per_layer(profile) + stage_overhead_bytes(profile)
 
 
-def layers_per_stage(profile: JobProfile, gpu_memory: float) -> int:
+def layers_per_stage(profile: StageProfile, gpu_memory: float) -> int:
     """The most layers one stage can hold in ``gpu_memory`` bytes (0 if not even one fits),
     capped at the model's layer count."""
     room = gpu_memory - stage_overhead_bytes(profile)
@@ -67,7 +83,7 @@ def layers_per_stage(profile: JobProfile, gpu_memory: float) -> int:
     return min(profile.job.model.n_layers, math.floor(room / state_bytes_per_layer(profile)))
 
 
-def memory_floor(profile: JobProfile, gpu_memory: float) -> int:
+def memory_floor(profile: StageProfile, gpu_memory: float) -> int:
     """The smallest pipeline size whose largest stage fits in ``gpu_memory`` bytes; the layer
     count plus one (no pipeline can fit) when a single layer does not fit."""
     n_layers = profile.job.model.n_layers
@@ -77,7 +93,7 @@ def memory_floor(profile: JobProfile, gpu_memory: float) -> int:
     return math.ceil(n_layers / fit)
 
 
-def memory_floors(profile: JobProfile, gpu_memory: Sequence[float]) -> tuple[int, ...]:
+def memory_floors(profile: StageProfile, gpu_memory: Sequence[float]) -> tuple[int, ...]:
     """:func:`memory_floor` per region, for a cluster whose GPUs hold ``gpu_memory`` bytes."""
     by_size: dict[float, int] = {}
     out = []

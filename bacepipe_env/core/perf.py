@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..errors import ScenarioError
 from .cluster import Cluster
 from .job import Job
+from .memory import largest_feasible_gpus, memory_floors
 from .units import SECONDS_PER_HOUR
 
 __all__ = [
@@ -125,8 +126,6 @@ class ProfileCache:
         key = (job.model, job.batch, job.constants, gpu_memory)
         floors = self._floors.get(key)
         if floors is None:
-            from .memory import memory_floors  # memory imports this module
-
             floors = self._floors[key] = memory_floors(profile, gpu_memory)
         return floors
 
@@ -136,8 +135,6 @@ class ProfileCache:
         key = (floors, capacity, k_star)
         ok = self._startable.get(key)
         if ok is None:
-            from .memory import largest_feasible_gpus
-
             ok = self._startable[key] = largest_feasible_gpus(floors, capacity, k_star)[0] > 0
         return ok
 

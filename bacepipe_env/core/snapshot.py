@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .simulator import SchedulerView
+    from .views import SchedulerView
 
 __all__ = ["VECTOR_MAXIMA_FROM", "QueueSnapshot", "pending_count", "pending_maxima"]
 

@@ -231,11 +231,18 @@ class Tariff:
     def _hours(self, t: float) -> float:
         return t / 3600.0 + self.start_hour
 
-    def price_at(self, region: int, t: float) -> float:
-        """Electricity price of ``region`` at time ``t`` seconds ($/kWh)."""
+    def model_price_at(self, region: int, t: float) -> float:
+        """The price model's price of ``region`` at time ``t`` seconds ($/kWh), before any
+        scheduled price change."""
         price = self.prices[region]
         if self._hourly:
             price += self._terms[region][0].at(self._hours(t))
+        return price
+
+    def price_at(self, region: int, t: float) -> float:
+        """Electricity price of ``region`` at time ``t`` seconds ($/kWh): the model's price
+        times the factors of the region's changes in force, in their order."""
+        price = self.model_price_at(region, t)
         for c in self._windows[region]:
             if c.start <= t < c.end:
                 price *= c.factor

@@ -28,3 +28,9 @@ def bytes_per_s_to_gbps(bps: float) -> float:
 def hours(seconds: float) -> float:
     """Seconds to hours."""
     return seconds / SECONDS_PER_HOUR
+
+
+def hours_text(seconds: float) -> str:
+    """Seconds as hours for an error line: ``1,234,568 h``, or ``1.23e+301 h`` when huge."""
+    h = seconds / SECONDS_PER_HOUR
+    return f"{h:,.1f} h" if abs(h) < 1e12 else f"{h:.3g} h"

@@ -16,8 +16,9 @@ from bacepipe_env.core.faults import FaultModel
 from bacepipe_env.core.job import Job, ModelSpec, TrainingConstants
 from bacepipe_env.core.limits import LIMITS, Limit, check_limit, limit_text
 from bacepipe_env.core.perf import profile_job
+from bacepipe_env.core.records import check_finite
 from bacepipe_env.core.scenario import Scenario
-from bacepipe_env.core.simulator import MAX_ATTEMPTS, _check_finite
+from bacepipe_env.core.simulator import MAX_ATTEMPTS
 from bacepipe_env.errors import (
     MAX_LINE_CHARS,
     ScenarioError,
@@ -127,7 +128,7 @@ def test_a_job_whose_failures_it_can_outrun_finishes() -> None:
 
 def test_a_run_whose_totals_overflow_is_an_error_naming_the_figure() -> None:
     result = bace_pipe().simulate(load_scenario("fig1"))
-    _check_finite(result)  # a normal run passes
+    check_finite(result)  # a normal run passes
     broken = dataclasses.replace(result, total_cost=math.inf)
     with pytest.raises(SimulationError, match=r"^the run's total_cost is inf: job \d+"):
-        _check_finite(broken)
+        check_finite(broken)

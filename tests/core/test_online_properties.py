@@ -164,7 +164,7 @@ def test_online_scenario_defaults() -> None:
 def test_run_percentiles_are_numpys_linear_percentiles(values: list[float], q: float) -> None:
     import numpy as np
 
-    from bacepipe_env.core.simulator import _percentile
+    from bacepipe_env.core.records import percentile
 
     expected = float(np.percentile(np.array(values), 100 * q))
-    assert _percentile(sorted(values), q) == expected
+    assert percentile(sorted(values), q) == expected

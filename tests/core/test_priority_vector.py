@@ -187,7 +187,7 @@ def test_a_long_queue_is_offered_one_candidate_per_shape() -> None:
         if len(sim.pending) >= 48:
             assert isinstance(firsts, tuple)
             assert set(firsts) <= set(every) and list(firsts) == sorted(firsts, key=every.index)
-            shapes = {sim._shape_of[j] for j in every}
+            shapes = {sim._queue.shape_of[j] for j in every}
             assert len(firsts) == len(shapes)  # one per shape among the candidates
             assert ordering.choose(sim, firsts) == ordering.choose(sim, every)
             longest, fewest = max(longest, len(every)), max(fewest, len(firsts))

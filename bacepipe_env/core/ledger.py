@@ -1,0 +1,216 @@
+"""The cluster's resources at one instant: free GPUs per region and the bandwidth ledger
+(constraints 5 and 6, semantics §4).
+
+A :class:`Ledger` books what a running attempt holds (its GPUs, and ``b(L)`` on every
+cross-region link of its path) and gives it back, and keeps the read-only views policies read
+(free GPUs, residual bandwidth rows, Eq. 11's alpha) up to date cheaply: a start or a finish
+touches a few regions and links of K, and only those are rebuilt.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .cluster import Cluster
+from .placement import Placement
+from .views import Release
+
+__all__ = ["Ledger"]
+
+
+class Ledger:
+    """Free GPUs and bandwidth reservations of one simulated cluster.
+
+    ``rows_type`` builds the residual view's rows (a plain tuple, or
+    :class:`~bacepipe_env.core.views.HashedRows` on a large cluster). ``faults``: the links'
+    capacity can change (semantics §11), so the ledger keeps its own copy of it; otherwise it
+    is the cluster's nominal rows, shared.
+    """
+
+    __slots__ = (
+        "alpha",
+        "booked",
+        "capacity",
+        "capacity_now",
+        "free",
+        "free_array",
+        "free_array_of",
+        "free_total",
+        "free_view",
+        "link_jobs",
+        "link_total",
+        "nominal",
+        "reserved",
+        "residual",
+        "residual_array",
+        "residual_view",
+        "row_views",
+        "rows_type",
+    )
+
+    def __init__(self, cluster: Cluster, rows_type: type[tuple[Any, ...]], faults: bool) -> None:
+        k = cluster.n_regions
+        self.capacity = cluster.capacity  # GPUs per region
+        self.nominal = cluster.bandwidth_rows  # (K, K) bytes/s, nominal
+        self.link_total = cluster.link_capacity  # bytes/s over every directed link
+        self.rows_type = rows_type
+        self.free = list(cluster.capacity)
+        self.free_total = sum(self.free)
+        self.free_view: tuple[int, ...] | None = None
+        self.reserved = [[0.0] * k for _ in range(k)]
+        # link -> its reservation, for the links with one > 0 (what alpha sums)
+        self.booked: dict[tuple[int, int], float] = {}
+        self.residual = [list(row) for row in self.nominal]
+        # placement arrays' mirrors of the free GPUs and the residual ledger, made when asked
+        self.free_array: np.ndarray | None = None
+        self.free_array_of: tuple[int, ...] | None = None
+        self.residual_array: np.ndarray | None = None
+        self.residual_view: tuple[tuple[float, ...], ...] | None = None
+        # each residual row as a tuple, None once a reservation changed it: the view is
+        # rebuilt from the changed rows only (a start or finish touches a few of K)
+        self.row_views: list[tuple[float, ...] | None] = [None] * k
+        self.alpha: float | None = 0.0
+        # link -> {job id: its reservation on the link}
+        self.link_jobs: dict[tuple[int, int], dict[int, float]] = {}
+        # the links' capacity now: the nominal rows, or a copy that link changes rewrite
+        self.capacity_now: Any = [list(row) for row in self.nominal] if faults else self.nominal
+
+    def copy(self) -> Ledger:
+        """An independent copy (the immutable views are shared, the mutable rows copied)."""
+        new = object.__new__(Ledger)
+        for name in Ledger.__slots__:
+            setattr(new, name, getattr(self, name))
+        new.free = list(self.free)
+        new.reserved = [list(row) for row in self.reserved]
+        new.booked = dict(self.booked)
+        new.residual = [list(row) for row in self.residual]
+        new.row_views = list(self.row_views)
+        new.link_jobs = {link: dict(holders) for link, holders in self.link_jobs.items()}
+        if self.residual_array is not None:  # updated in place by rebook
+            new.residual_array = self.residual_array.copy()
+        if self.capacity_now is not self.nominal:
+            new.capacity_now = [list(row) for row in self.capacity_now]
+        return new
+
+    @property
+    def free_gpus(self) -> tuple[int, ...]:
+        """Free GPUs per region now."""
+        if self.free_view is None:
+            self.free_view = tuple(self.free)
+        return self.free_view
+
+    @property
+    def residual_rows(self) -> tuple[tuple[float, ...], ...]:
+        """Residual bandwidth ``B - reserved`` (bytes/s) as nested tuples; row u, column v."""
+        if self.residual_view is None:
+            rows, make = self.row_views, self.rows_type
+            for u, row in enumerate(rows):
+                if row is None:
+                    rows[u] = make(self.residual[u])
+            self.residual_view = make(rows)  # no None is left
+        return self.residual_view
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(free, residual)`` as int64 (K) and float64 (K, K) arrays holding the views'
+        numbers: the residual array is kept up to date in place from the first call on (one
+        element per ledger change), the free array rebuilt after a change."""
+        free = self.free_gpus
+        free_array = self.free_array
+        if free_array is None or self.free_array_of is not free:
+            free_array = self.free_array = np.array(free, dtype=np.int64)
+            self.free_array_of = free
+        if self.residual_array is None:
+            self.residual_array = np.array(self.residual, dtype=np.float64)
+        return free_array, self.residual_array
+
+    @property
+    def network_utilization(self) -> float:
+        """Eq. (11) alpha on the current reservations."""
+        if self.alpha is None:
+            # Eq. (11) over the booked links only: fsum is correctly rounded, so leaving out
+            # the zeros gives the very same float as summing all K^2 entries, in O(booked)
+            total = self.link_total
+            booked = math.fsum(self.booked.values())
+            self.alpha = booked / total if total > 0.0 else 0.0
+        return self.alpha
+
+    def take(self, job_id: int, p: Placement, reserved: float) -> None:
+        """Book ``p``'s GPUs and ``reserved`` bytes/s on each of its links for ``job_id``."""
+        free = self.free
+        for r, g in zip(p.path, p.gpus):
+            free[r] -= g
+        self.free_total -= p.n_gpus
+        self.free_view = None
+        for u, v in p.links:
+            self.link_jobs.setdefault((u, v), {})[job_id] = reserved
+            self.rebook(u, v)
+
+    def give_back(self, job_id: int, p: Placement) -> None:
+        """Return what ``job_id`` holds on ``p``."""
+        free = self.free
+        for r, g in zip(p.path, p.gpus):
+            free[r] += g
+        self.free_total += p.n_gpus
+        self.free_view = None
+        for u, v in p.links:
+            del self.link_jobs[(u, v)][job_id]
+            self.rebook(u, v)
+
+    def rebook(self, u: int, v: int) -> None:
+        """Recompute one link's ledger exactly from the jobs that hold it."""
+        holders = self.link_jobs.get((u, v))
+        booked = math.fsum(holders.values()) if holders else 0.0
+        capacity = self.capacity_now[u][v]
+        if booked > capacity:  # a degraded link: the holders' reservations shrink to fit
+            booked = capacity
+        self.reserved[u][v] = booked
+        if booked:
+            self.booked[u, v] = booked
+        else:
+            self.booked.pop((u, v), None)
+        self.residual[u][v] = capacity - booked
+        if self.residual_array is not None:
+            self.residual_array[u, v] = capacity - booked
+        self.residual_view = None
+        self.row_views[u] = None
+        self.alpha = None
+
+    def close_region(self, region: int) -> None:
+        """A region goes down: none of its GPUs is free until it comes back (its attempts
+        have already given theirs back)."""
+        self.free_total -= self.free[region]
+        self.free[region] = 0
+        self.free_view = None
+
+    def open_region(self, region: int) -> None:
+        """A region comes back with every GPU free."""
+        self.free[region] = self.capacity[region]
+        self.free_total += self.free[region]
+        self.free_view = None
+
+    def set_link_capacity(self, u: int, v: int, capacity: float) -> None:
+        """The link ``u -> v`` carries ``capacity`` bytes/s from now on (a link change)."""
+        self.capacity_now[u][v] = capacity
+        self.rebook(u, v)
+
+    def without(self, done: dict[int, Placement], t: float) -> Release:
+        """The cluster at time ``t`` once the attempts ``done`` (job id -> placement) have
+        given back their GPUs and bandwidth (the others keep theirs)."""
+        free = list(self.free)
+        touched: set[tuple[int, int]] = set()
+        for p in done.values():
+            for r, g in zip(p.path, p.gpus):
+                free[r] += g
+            touched.update(p.links)
+        residual: list[Any] = list(self.residual_rows)  # rows as tuples; touched ones as lists
+        for u, v in touched:
+            if isinstance(residual[u], tuple):
+                residual[u] = list(residual[u])
+            left = [b for j, b in self.link_jobs[(u, v)].items() if j not in done]
+            residual[u][v] = self.capacity_now[u][v] - (math.fsum(left) if left else 0.0)
+        make = self.rows_type
+        rows = make(row if isinstance(row, tuple) else make(row) for row in residual)
+        return Release(t, tuple(free), rows)

@@ -1,0 +1,216 @@
+"""What a run produces: one :class:`JobRecord` per finished job and the episode's
+:class:`RunResult` (semantics §4 and §12), with the figures a result is summarised by."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import SimulationError
+from .faults import Attempt
+from .placement import Placement
+from .units import hours
+
+__all__ = ["FINITE_FIELDS", "JobRecord", "RunResult", "check_finite", "percentile"]
+
+#: The run's figures that must be finite (see :func:`check_finite`).
+FINITE_FIELDS = (
+    "avg_jct",
+    "total_cost",
+    "total_carbon",
+    "total_egress_cost",
+    "makespan",
+    "mean_slowdown",
+    "wasted_cost",
+    "gpu_hours",
+)
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """What happened to one job. Times in seconds, cost in dollars, bandwidth in bytes/s,
+    emissions in kg CO2e. ``cost`` is the electricity (Eq. 4, or its integral under hourly
+    prices); ``egress_cost`` the cross-region traffic, 0 unless the tariff charges it."""
+
+    job_id: int
+    name: str
+    model: str
+    dataset: str
+    k_star: int
+    memory_floor: int  # the fewest GPUs the job fits in (1 when memory is ignored)
+    submit_time: float
+    start_time: float
+    finish_time: float
+    wait: float  # W
+    execution: float  # E, Eq. (2)
+    jct: float  # T = W + E, Eq. (3)
+    cost: float  # C, Eq. (4)
+    placement: Placement
+    reserved_bandwidth: float  # b(L) on each cross-region link of the path
+    carbon: float = 0.0  # kg CO2e of its electricity
+    egress_cost: float = 0.0  # $ of cross-region traffic (semantics §10)
+    slowdown: float = 1.0  # jct / the execution on K* GPUs in one region (semantics §12)
+    attempts: tuple[Attempt, ...] = ()  # every run of the job, the last one completed
+    wasted_gpu_seconds: float = 0.0  # GPU-seconds of restarts and of work lost to faults
+    wasted_cost: float = 0.0  # $ of electricity of those GPU-seconds
+
+    @property
+    def restarts(self) -> int:
+        """Attempts after the first (0 in a world without faults or preemption)."""
+        return max(0, len(self.attempts) - 1)
+
+    @property
+    def preemptions(self) -> int:
+        """Attempts that a preemption ended (semantics §3c)."""
+        return sum(1 for a in self.attempts if a.outcome == "preempted")
+
+    @property
+    def gpu_seconds(self) -> float:
+        """GPU-seconds the job held, over all its attempts."""
+        if len(self.attempts) <= 1:
+            return self.n_gpus * self.execution
+        return math.fsum(a.placement.n_gpus * a.duration for a in self.attempts)  # type: ignore[attr-defined]
+
+    @property
+    def n_gpus(self) -> int:
+        """L, the GPUs (= pipeline stages) the job ran on."""
+        return self.placement.n_gpus
+
+    def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
+        """A JSON-ready dict; ``names`` are the cluster's region names."""
+        return {
+            "job_id": self.job_id,
+            "name": self.name,
+            "model": self.model,
+            "dataset": self.dataset,
+            "k_star": self.k_star,
+            "memory_floor": self.memory_floor,
+            "gpus": self.n_gpus,
+            "path": [{"region": names[r], "gpus": n} for r, n in zip(*_pg(self.placement))],
+            "submit_s": self.submit_time,
+            "start_s": self.start_time,
+            "finish_s": self.finish_time,
+            "wait_s": self.wait,
+            "execution_s": self.execution,
+            "jct_s": self.jct,
+            "cost_usd": self.cost,
+            "carbon_kg": self.carbon,
+            "egress_usd": self.egress_cost,
+            "slowdown": self.slowdown,
+            "reserved_bandwidth_Bps": self.reserved_bandwidth,
+            "restarts": self.restarts,
+            "preemptions": self.preemptions,
+            "wasted_gpu_hours": hours(self.wasted_gpu_seconds),
+            "wasted_cost_usd": self.wasted_cost,
+            "attempts": [
+                {
+                    "start_s": a.start,
+                    "end_s": a.end,
+                    "path": [
+                        {"region": names[r], "gpus": n}
+                        for r, n in zip(*_pg(a.placement))  # type: ignore[arg-type]
+                    ],
+                    "outcome": a.outcome,
+                }
+                for a in self.attempts
+            ],
+        }
+
+
+def _pg(p: Placement) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return p.path, p.gpus
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One episode's outcome: per-job records (in job id order) and the run's totals."""
+
+    scenario: str
+    policy: str
+    records: tuple[JobRecord, ...]
+    avg_jct: float  # s, Eq. (7)
+    total_cost: float  # $, Eq. (8)
+    makespan: float  # s, last completion minus first submission
+    gpu_utilization: float  # busy GPU-seconds / (total GPUs * makespan)
+    n_decisions: int  # placement attempts made
+    admission: str = "greedy"  # the admission rule the run used
+    ignore_memory: bool = False  # True: the paper's literal semantics, no memory check
+    total_carbon: float = 0.0  # kg CO2e
+    total_egress_cost: float = 0.0  # $, 0 unless the tariff charges egress
+    jct_p50: float = 0.0  # s
+    jct_p95: float = 0.0  # s
+    jct_p99: float = 0.0  # s
+    mean_slowdown: float = 1.0  # mean of jct / ideal execution
+    prices: str = "flat"  # the tariff's price model
+    start_hour: float = 0.0  # the hour of 2023 that time 0 falls on (hourly prices)
+    egress: bool = False  # whether egress was charged
+    n_restarts: int = 0  # attempts that followed a failure, an outage or a preemption
+    wasted_gpu_hours: float = 0.0  # restarts and work lost to faults
+    wasted_cost: float = 0.0  # $ of electricity of the wasted GPU-hours
+    gpu_hours: float = 0.0  # every GPU-hour held, useful + wasted
+    preemption: str = "none"  # the preemption rule the run used (semantics §3c)
+    n_preemptions: int = 0  # attempts a preemption ended
+
+    @property
+    def throughput(self) -> float:
+        """Jobs completed per hour of makespan (0 for a zero makespan)."""
+        return len(self.records) / hours(self.makespan) if self.makespan > 0 else 0.0
+
+    def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
+        """A JSON-ready dict; ``names`` are the cluster's region names."""
+        return {
+            "scenario": self.scenario,
+            "policy": self.policy,
+            "avg_jct_s": self.avg_jct,
+            "avg_jct_h": hours(self.avg_jct),
+            "total_cost_usd": self.total_cost,
+            "total_egress_usd": self.total_egress_cost,
+            "total_carbon_kg": self.total_carbon,
+            "jct_p50_s": self.jct_p50,
+            "jct_p95_s": self.jct_p95,
+            "jct_p99_s": self.jct_p99,
+            "mean_slowdown": self.mean_slowdown,
+            "throughput_jobs_per_h": self.throughput,
+            "n_restarts": self.n_restarts,
+            "preemption": self.preemption,
+            "n_preemptions": self.n_preemptions,
+            "gpu_hours": self.gpu_hours,
+            "wasted_gpu_hours": self.wasted_gpu_hours,
+            "wasted_cost_usd": self.wasted_cost,
+            "makespan_s": self.makespan,
+            "makespan_h": hours(self.makespan),
+            "gpu_utilization": self.gpu_utilization,
+            "n_decisions": self.n_decisions,
+            "admission": self.admission,
+            "ignore_memory": self.ignore_memory,
+            "prices": self.prices,
+            "start_hour": self.start_hour,
+            "egress": self.egress,
+            "jobs": [r.to_dict(names) for r in self.records],
+        }
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values with numpy's default ("linear") method, without
+    numpy's per-call overhead: ``numpy.percentile(values, 100 * q)`` to the last bit."""
+    h = (len(ordered) - 1) * q
+    lo = math.floor(h)
+    hi = min(lo + 1, len(ordered) - 1)
+    a, b, t = ordered[lo], ordered[hi], h - lo
+    diff = b - a
+    return b - diff * (1.0 - t) if t >= 0.5 else a + diff * t
+
+
+def check_finite(result: RunResult) -> None:
+    """Raise a one-line SimulationError if a figure of ``result`` is NaN or infinite (inputs
+    at the far ends of their ranges, multiplied together), naming the figure and a job."""
+    for name in FINITE_FIELDS:
+        value = getattr(result, name)
+        if not math.isfinite(value):
+            worst = max(result.records, key=lambda r: (not math.isfinite(r.jct + r.cost), r.jct))
+            raise SimulationError(
+                f"the run's {name} is {value}: job {worst.job_id}'s figures overflow; bring the "
+                "scenario's sizes, prices and rates inside their ranges (docs/scenarios.md)"
+            )

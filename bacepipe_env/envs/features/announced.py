@@ -12,12 +12,12 @@ from ...core.units import SECONDS_PER_HOUR
 from .decision import Decision
 
 if TYPE_CHECKING:
-    from .encoder import ObservationEncoder
+    from .state import EncoderState
 
 __all__ = ["encode_announced"]
 
 
-def encode_announced(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_announced(enc: EncoderState, d: Decision) -> np.ndarray:
     """One row per announced job of the window (:meth:`Simulator.announced`, the first
     ``announce_window`` in submission order): its shape (the queue's static columns) and
     memory floor, and the time until it is submitted."""

@@ -14,19 +14,19 @@ from ...core.units import GBPS_PER_BYTE_PER_S, SECONDS_PER_HOUR
 from .decision import Decision
 
 if TYPE_CHECKING:
-    from .encoder import ObservationEncoder
+    from .state import EncoderState
 
 __all__ = ["encode_bandwidth", "encode_regions", "encode_summary"]
 
 
-def encode_regions(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_regions(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``regions`` array: the episode's static columns, and each region's free GPUs now."""
     regions: np.ndarray = enc.regions_static.copy()
     regions[: enc.k, 1] = np.asarray(d.sim.free_gpus, dtype=np.float64) / enc.capacity
     return regions
 
 
-def encode_bandwidth(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_bandwidth(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``bandwidth`` array: the residual layer, remade only when the simulator's
     reservations change, over the static capacity layer."""
     rows = d.sim.residual_rows  # the same object until a reservation changes
@@ -46,7 +46,7 @@ def encode_bandwidth(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     return out
 
 
-def encode_summary(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_summary(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``summary`` array: the system as a whole (network utilisation, time, pending,
     hidden and running jobs, free GPUs)."""
     sim, q, n = d.sim, d.queue, enc.max_queue

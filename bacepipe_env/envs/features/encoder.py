@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection
-from typing import Any
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from ...core.scenario import Scenario
 from ...core.units import GBPS_PER_BYTE_PER_S, SECONDS_PER_HOUR
 from ..config import ObsScales
 from .decision import Decision
+from .state import EncoderState
 from .table import FEATURES, active_features
 
 __all__ = ["ObservationEncoder"]
@@ -27,7 +27,7 @@ def _log_gbps(bytes_per_s: np.ndarray, sc: ObsScales) -> np.ndarray:
     return out
 
 
-class ObservationEncoder:
+class ObservationEncoder(EncoderState):
     """Turns decisions into observation arrays, following :data:`FEATURES`.
 
     :meth:`start` computes an episode's static parts (capacities, prices, link capacities,
@@ -35,32 +35,6 @@ class ObservationEncoder:
     allocated at the shape its :class:`~.table.Feature` resolves to (:attr:`shapes`), so the
     table stays the one place a shape is written.
     """
-
-    shapes: dict[str, tuple[int, ...]]  # feature name -> its array's shape (every feature)
-    k: int  # the episode's regions
-    capacity: np.ndarray  # (k,) GPUs, float64
-    capacity_list: list[float]  # the same as Python floats
-    running_log_scale: np.ndarray  # (3, 1) divisors of the ``running`` array's log columns
-    total_gpus: float
-    regions_static: np.ndarray  # (max_regions, 5): every column but free_frac
-    bandwidth_static: np.ndarray  # (2, max_regions, max_regions): the capacity layer
-    bandwidth_rows: object  # the residual rows the cached layer was made from
-    bandwidth_obs: np.ndarray  # (2, max_regions, max_regions), the cached array
-    job_static: dict[int, tuple[float, float, float]]  # job id -> queue columns 3-5
-    job_row: dict[int, int]  # job id -> its row of job_table
-    job_table: np.ndarray  # (jobs, 6) float64: E(1), b(K*), queue columns 3-5, K*
-    k_star: dict[int, int]  # job id -> K*
-    grid_hour: Any  # the tariff hour (and active price changes) grid_obs holds; None: not yet
-    grid_obs: np.ndarray  # (max_regions, 2), the cached ``grid`` array
-    nominal: np.ndarray  # (k, k) the links' nominal capacity (bytes/s), float64
-    healthy_links: np.ndarray  # (1, max_regions, max_regions): ``link_faults`` without faults
-    no_outage: np.ndarray  # (max_regions, 1): ``region_faults`` without faults (zeros)
-    down_key: object  # the down_regions tuple down_obs was made from (None: not yet)
-    down_obs: np.ndarray  # (max_regions, 1), the cached ``region_faults`` array
-    links_key: object  # the link_capacity_rows links_obs was made from (None: not yet)
-    links_obs: np.ndarray  # (1, max_regions, max_regions), the cached ``link_faults`` array
-    running_key: object  # (time, running ids) running_obs was made at (None: not yet)
-    running_obs: tuple[np.ndarray, np.ndarray]  # the cached ``running`` and ``release`` arrays
 
     def __init__(
         self,

@@ -11,12 +11,12 @@ import numpy as np
 from .decision import Decision
 
 if TYPE_CHECKING:
-    from .encoder import ObservationEncoder
+    from .state import EncoderState
 
 __all__ = ["encode_link_faults", "encode_region_faults"]
 
 
-def encode_region_faults(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_region_faults(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``region_faults`` array: 1 for each region an outage holds down now."""
     sim = d.sim
     if sim.faults is None:  # the perfect world: no region is ever down
@@ -31,7 +31,7 @@ def encode_region_faults(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     return out
 
 
-def encode_link_faults(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_link_faults(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``link_faults`` array: each link's capacity now relative to its nominal one."""
     sim = d.sim
     if sim.faults is None:  # every link at its nominal capacity

@@ -11,12 +11,12 @@ import numpy as np
 from .decision import Decision
 
 if TYPE_CHECKING:
-    from .encoder import ObservationEncoder
+    from .state import EncoderState
 
 __all__ = ["encode_grid"]
 
 
-def encode_grid(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_grid(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``grid`` array: each region's price and carbon intensity now, remade only when the
     tariff's hour or its active price changes do."""
     sim = d.sim

@@ -17,7 +17,7 @@ from ...core.units import SECONDS_PER_HOUR
 from .decision import Decision
 
 if TYPE_CHECKING:
-    from .encoder import ObservationEncoder
+    from .state import EncoderState
 
 __all__ = ["COLUMNS_FROM", "encode_queue", "encode_wait_preview"]
 
@@ -25,7 +25,7 @@ __all__ = ["COLUMNS_FROM", "encode_queue", "encode_wait_preview"]
 COLUMNS_FROM = 48
 
 
-def encode_queue(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_queue(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``queue`` array: per slot of the visible window, the job's Eq. (9)-(10) terms, its
     static columns, its wait so far and its placement preview (row by row for a narrow window,
     column by column from :attr:`ObservationEncoder.job_table` from :data:`COLUMNS_FROM` jobs)."""
@@ -97,7 +97,7 @@ def encode_queue(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     return out
 
 
-def encode_wait_preview(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_wait_preview(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``wait_preview`` array: per slot of the window, the placement and finish the job
     would get by waiting for the next GPU release (through the previewer's memo when there is
     one)."""

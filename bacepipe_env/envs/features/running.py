@@ -13,7 +13,7 @@ from ...core.units import SECONDS_PER_HOUR
 from .decision import Decision
 
 if TYPE_CHECKING:
-    from .encoder import ObservationEncoder
+    from .state import EncoderState
 
 __all__ = [
     "encode_release",
@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 
-def running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np.ndarray]:
+def running_state(enc: EncoderState, d: Decision) -> tuple[np.ndarray, np.ndarray]:
     """Both running-job arrays of decision ``d``, computed once per decision (the two
     encoders below share it)."""
     sim = d.sim
@@ -42,7 +42,7 @@ def running_state(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np.
     return state
 
 
-def running_arrays(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np.ndarray]:
+def running_arrays(enc: EncoderState, d: Decision) -> tuple[np.ndarray, np.ndarray]:
     """The running-job arrays: a pass over the running jobs' placements and finish times."""
     sim = d.sim
     k, lh, h, now = enc.k, enc.scales.log_hours, SECONDS_PER_HOUR, sim.time
@@ -103,13 +103,13 @@ def running_arrays(enc: ObservationEncoder, d: Decision) -> tuple[np.ndarray, np
     return per_region, overall
 
 
-def encode_running(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_running(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``running`` array: per region, the running jobs (see :func:`running_state`)."""
     out: np.ndarray = running_state(enc, d)[0].copy()
     return out
 
 
-def encode_running_jobs(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_running_jobs(enc: EncoderState, d: Decision) -> np.ndarray:
     """One row per running job of the preemption window (start order): its size, remaining
     time, attained service, run time, time since its last checkpoint, preemptions so far,
     whether it may be preempted, and, at a decision to preempt, what its preemption would let
@@ -144,7 +144,7 @@ def encode_running_jobs(enc: ObservationEncoder, d: Decision) -> np.ndarray:
     return out
 
 
-def encode_release(enc: ObservationEncoder, d: Decision) -> np.ndarray:
+def encode_release(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``release`` array: the next GPU releases overall (see :func:`running_state`)."""
     out: np.ndarray = running_state(enc, d)[1].copy()
     return out

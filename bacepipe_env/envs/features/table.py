@@ -30,7 +30,7 @@ from .pending import encode_queue, encode_wait_preview
 from .running import encode_release, encode_running, encode_running_jobs
 
 if TYPE_CHECKING:
-    from .encoder import ObservationEncoder
+    from .state import EncoderState
 
 __all__ = [
     "ANNOUNCED_FEATURES",
@@ -80,7 +80,7 @@ class Feature:
     shape: tuple[int | str, ...]
     description: str
     columns: tuple[Column, ...]
-    encode: Callable[[ObservationEncoder, Decision], np.ndarray]
+    encode: Callable[[EncoderState, Decision], np.ndarray]
     column_axis: int = -1
     enabled_by: str | None = None
 

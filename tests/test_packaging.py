@@ -299,7 +299,7 @@ def test_wheel_metadata_licence_urls_and_entry_points(wheel: zipfile.ZipFile) ->
     entry_points = wheel.read(ep_name).decode()
     assert "bacepipe = bacepipe_env.cli:run" in entry_points
     assert f"[{learned.AGENT_ENTRY_POINTS}]" in entry_points
-    for command in ("learn", "compare", "maskable_ppo", "ppo", "dqn"):
+    for command in ("learn", "compare", "imitate", "maskable_ppo", "ppo", "dqn"):
         assert f"{command} = bacepipe_env.train.{command}:main" in entry_points
 
 
@@ -398,7 +398,14 @@ def test_installed_entry_points_register_the_sb3_loaders(monkeypatch: pytest.Mon
     assert learned._loaders["maskable_ppo"] is load_agent
     with pytest.raises(BacepipeError, match="mine"):
         learned.load_learned("ppo:model.zip")
-    assert set(learned.train_commands()) == {"learn", "compare", "maskable_ppo", "ppo", "dqn"}
+    assert set(learned.train_commands()) == {
+        "learn",
+        "compare",
+        "imitate",
+        "maskable_ppo",
+        "ppo",
+        "dqn",
+    }
 
 
 def test_checkout_aliases_are_the_installed_objects() -> None:

@@ -1,0 +1,114 @@
+"""`bacepipe train imitate`: behaviour cloning with DAgger relabelling (issue 27).
+
+A heuristic teacher whose rule the slot policy can represent exactly (SJF: the smallest job
+first) is learned to full agreement, and the saved model then plays SJF's episodes, checked
+against SJF's own play on the same held-out seeds; every DAgger state carries the teacher's
+label for that state; the run's files load like any training run's."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from train_helpers import ENV_ID
+
+from bacepipe_env.envs.agents import evaluate, make_agent
+from bacepipe_env.train.imitate import Dataset, ImitateConfig, collect, imitate, main
+from bacepipe_env.train.sb3 import load_agent
+
+
+@pytest.fixture(scope="module")
+def sjf_run(tmp_path_factory: pytest.TempPathFactory):
+    cfg = ImitateConfig(
+        teacher="sjf",
+        env_id=ENV_ID,
+        policy="slot",
+        episodes=60,
+        rounds=1,
+        epochs=30,
+        held_out=10,
+        logdir=str(tmp_path_factory.mktemp("imitate")),
+        run_name="sjf",
+    )
+    lines: list[str] = []
+    run_dir, rows = imitate(cfg, say=lines.append)
+    return cfg, run_dir, rows, lines
+
+
+def test_the_student_learns_sjf_and_plays_its_episodes(sjf_run) -> None:
+    _, run_dir, rows, lines = sjf_run
+    assert [r["round"] for r in rows] == [0, 1]
+    assert rows[-1]["agreement"] >= 0.95, rows
+    # the student, loaded as any learned policy, against SJF itself on 10 fresh seeds
+    agent = load_agent(f"maskable_ppo:{run_dir / 'model.zip'}")
+    env = gym.make(ENV_ID, **{k: v for k, v in agent.env_kwargs.items() if k != "env_id"})
+    seeds = list(range(3_000_000, 3_000_010))
+    student = [r.avg_jct_h for r in evaluate(env.unwrapped, agent, seeds)]
+    teacher = make_agent("sjf").bind(env)
+    sjf = [r.avg_jct_h for r in evaluate(env.unwrapped, teacher, seeds)]
+    assert np.mean(student) == pytest.approx(np.mean(sjf), rel=0.01)
+    assert any("agreement" in line for line in lines)
+
+
+def test_the_run_leaves_its_settings_rounds_and_model(sjf_run) -> None:
+    cfg, run_dir, _, _ = sjf_run
+    saved = json.loads((run_dir / "config.json").read_text())
+    assert saved["algo"] == "maskable_ppo" and saved["env_id"] == ENV_ID
+    assert saved["env_kwargs"]["observation"] == "dict"
+    assert saved["held_out_seeds"] == list(range(cfg.eval_seed, cfg.eval_seed + cfg.held_out))
+    table = list(csv.DictReader((run_dir / "imitate.csv").open()))
+    assert [int(r["round"]) for r in table] == [0, 1]
+    # round 1 adds the student's own episodes to round 0's: more states, never fewer
+    assert int(table[1]["states"]) > int(table[0]["states"]) > 0
+    assert float(table[0]["teacher_share"]) == 1.0 and float(table[1]["teacher_share"]) == 0.5
+
+
+class _LastLegal:
+    """A student that always plays the last legal action (far from SJF)."""
+
+    def predict(self, obs, action_masks=None, deterministic=True):
+        return np.asarray(int(np.flatnonzero(action_masks)[-1])), None
+
+
+def test_dagger_labels_the_students_own_states_with_the_teachers_action() -> None:
+    env = gym.make(ENV_ID, observation="dict")
+    teacher = make_agent("sjf")
+    data = Dataset()
+    collect(env, teacher, [5], data, student=_LastLegal(), teacher_share=0.0)
+    obs, masks, actions = data.arrays()
+    assert len(actions) > 1
+    # every label is legal, and is SJF's pick at that state: a second env replays the
+    # student's actions, and a fresh SJF agent is asked at each state the episode visited
+    assert all(masks[i, a] for i, a in enumerate(actions))
+    replay = gym.make(ENV_ID, observation="dict")
+    replay_teacher = make_agent("sjf").bind(replay)
+    replay_teacher.reset(5)
+    o, _ = replay.reset(seed=5)
+    for i in range(len(actions)):
+        assert np.array_equal(o["queue"], obs["queue"][i])
+        assert int(replay_teacher.predict(o)[0]) == actions[i]
+        mask = replay.unwrapped.action_masks()
+        o, *_ = replay.step(int(np.flatnonzero(mask)[-1]))  # the student's action
+
+
+@pytest.mark.parametrize(
+    ("args", "start"),
+    [
+        (["--teacher", "nope"], "bacepipe train imitate: error: "),
+        (["--episodes", "0"], "bacepipe train imitate: error: episodes: must be in [1, "),
+        (["--env-kwargs", "{"], "bacepipe train imitate: error: --env-kwargs: not JSON"),
+        (["--policy", "cnn"], "bacepipe train imitate: error: policy: choose mlp or slot"),
+        (
+            ["--env-kwargs", '{"observation": "flat"}'],
+            "bacepipe train imitate: error: env_kwargs: the student reads observation=dict",
+        ),
+    ],
+)
+def test_a_bad_setting_is_one_line(args, start, tmp_path, capsys) -> None:
+    assert main([*args, "--logdir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(start) and "\n" not in err, err
+    assert not any(tmp_path.iterdir())

@@ -3,12 +3,17 @@
 A flat MLP over the window's slots must learn the same rule once per slot ("pick the masked
 slot whose feature is smallest"); a shared scorer learns it once. :class:`SlotExtractor`
 encodes the context (regions with their running jobs, grid and faults; the bandwidth
-matrices; the summary and release arrays) into one vector ``g``, scores every slot with the
-same MLP over ``[queue row, wait-preview row, g]``, scores waiting from ``g`` alone, and
-summarises the slots (mean over present ones) for the critic. Permuting the window's jobs
-permutes their logits and leaves the value unchanged (tested). :class:`SlotPolicy` routes
-the scores straight to the action distribution (no linear layer that would mix slots) and
-the rest to the value head.
+matrices; the summary and release arrays; and, on the announced ids, the announced jobs, each
+row through one shared encoder and pooled) into one vector ``g``, scores every slot with the
+same MLP over ``[queue row, wait-preview row, g]``, scores waiting from ``g`` alone, and, with
+preempt actions, scores every running job of the preemption window with one shared MLP over
+``[running-job row, g]``. It summarises the slots and the running jobs (means over present
+rows) for the critic. Permuting the window's jobs, the announced jobs or the running jobs
+permutes their logits (the announced ones have none) and leaves the value unchanged (tested).
+:class:`SlotPolicy` routes the scores straight to the action distribution (no linear layer
+that would mix slots) and the rest to the value head. On an observation without the
+``announced`` and ``running_jobs`` arrays the network is the one the shipped agents were
+trained with, parameter for parameter.
 
     bacepipe train learn --policy slot          # MaskablePPO on the Dict observation
 
@@ -66,16 +71,30 @@ class SlotExtractor(BaseFeaturesExtractor):
         self.global_keys = tuple(k for k in _GLOBAL_KEYS if k in shapes)
         region_width = sum(shapes[k][1] for k in self.region_keys)
         global_width = sum(int(th.tensor(shapes[k]).prod()) for k in self.global_keys)
-        super().__init__(observation_space, features_dim=n_actions + 2 * hidden)
+        announced = shapes.get("announced")
+        running = shapes.get("running_jobs")
+        n_running = running[0] if running else 0
+        critic = 2 * hidden + (hidden if running else 0)
+        super().__init__(observation_space, features_dim=n_actions + critic)
         self.n_slots, self.n_actions, self.hidden = n_slots, n_actions, hidden
-        self.waits = n_actions > n_slots  # the last action waits
+        self.n_running = n_running  # preempt actions: the last n_running, one per row
+        self.waits = n_actions - n_running > n_slots  # the action after the slots waits
         self.region_net = _mlp([region_width, hidden])
-        self.context_net = _mlp([hidden + global_width, hidden, hidden])
+        pooled_width = hidden * (2 if announced else 1)
+        self.context_net = _mlp([pooled_width + global_width, hidden, hidden])
         self.slot_net = _mlp([slot_width + hidden, hidden, hidden])
         self.slot_score = nn.Linear(hidden, 1)
         self.wait_net = _mlp([hidden, hidden])
         self.wait_score = nn.Linear(hidden, 1)
-        for head in (self.slot_score, self.wait_score):  # start near the uniform policy
+        heads = [self.slot_score, self.wait_score]
+        if announced:  # one encoder shared by every announced row, pooled into the context
+            self.announced_net = _mlp([announced[1], hidden, hidden])
+        if running:  # one scorer shared by every running job of the preemption window
+            self.running_net = _mlp([running[1] + hidden, hidden, hidden])
+            self.preempt_score = nn.Linear(hidden, 1)
+            heads.append(self.preempt_score)
+        self.announced = bool(announced)
+        for head in heads:  # start near the uniform policy
             nn.init.orthogonal_(head.weight, gain=0.01)
             nn.init.zeros_(head.bias)
 
@@ -85,7 +104,12 @@ class SlotExtractor(BaseFeaturesExtractor):
         present = regions[..., :1]  # column 0 of ``regions``: 1 for a real region
         pooled = (self.region_net(regions) * present).sum(1) / present.sum(1).clamp(min=1.0)
         flat = [obs[k].flatten(1) for k in self.global_keys]
-        g = self.context_net(th.cat([pooled, *flat], dim=-1))  # (B, hidden)
+        parts = [pooled]
+        if self.announced:
+            rows = obs["announced"]  # (B, A, c); column 0: an announced job
+            here = rows[..., :1]
+            parts.append((self.announced_net(rows) * here).sum(1) / here.sum(1).clamp(min=1.0))
+        g = self.context_net(th.cat([*parts, *flat], dim=-1))  # (B, hidden)
         queue = th.cat([obs[k] for k in self.slot_keys], dim=-1)  # (B, Q, c); column 0: a job
         g_slots = g.unsqueeze(1).expand(-1, self.n_slots, -1)
         h = self.slot_net(th.cat([queue, g_slots], dim=-1))  # (B, Q, hidden), shared weights
@@ -94,7 +118,15 @@ class SlotExtractor(BaseFeaturesExtractor):
             logits = th.cat([logits, self.wait_score(self.wait_net(g))], dim=-1)
         jobs = queue[..., :1]
         summary = (h * jobs).sum(1) / jobs.sum(1).clamp(min=1.0)
-        return th.cat([logits, g, summary], dim=-1)
+        if not self.n_running:
+            return th.cat([logits, g, summary], dim=-1)
+        rows = obs["running_jobs"]  # (B, W, c); column 0: a running job in the window
+        g_rows = g.unsqueeze(1).expand(-1, self.n_running, -1)
+        r = self.running_net(th.cat([rows, g_rows], dim=-1))  # (B, W, hidden), shared weights
+        logits = th.cat([logits, self.preempt_score(r).squeeze(-1)], dim=-1)
+        here = rows[..., :1]
+        held = (r * here).sum(1) / here.sum(1).clamp(min=1.0)
+        return th.cat([logits, g, summary, held], dim=-1)
 
 
 class _Split(nn.Module):
@@ -130,7 +162,8 @@ class SlotPolicy(MaskableMultiInputActorCriticPolicy):
     def _build_mlp_extractor(self) -> None:
         ext = self.features_extractor
         assert isinstance(ext, SlotExtractor)
-        self.mlp_extractor = _Split(ext.n_actions, 2 * ext.hidden)  # type: ignore[assignment]
+        critic = ext.features_dim - ext.n_actions
+        self.mlp_extractor = _Split(ext.n_actions, critic)  # type: ignore[assignment]
 
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)

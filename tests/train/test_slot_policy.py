@@ -107,3 +107,65 @@ def test_a_tiny_slot_run_saves_a_model_that_loads_and_plays_legally(tmp_path):
     results = evaluate(env, agent, [11, 12])
     assert all(r.illegal_actions == 0 for r in results)
     assert all(np.isfinite(r.avg_jct_h) and r.avg_jct_h > 0 for r in results)
+
+
+@pytest.fixture(scope="module")
+def announced_preempt() -> tuple[GeoPipeEnv, dict[str, np.ndarray]]:
+    """An Online-Announced-Preempt-v0 decision with jobs waiting, running and announced."""
+    env = GeoPipeEnv(**{**ENV_IDS["bacepipe_env/GeoPipe-Online-Announced-Preempt-v0"]}, n_jobs=60)
+    for seed in range(20):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            waiting = int(obs["queue"][:, 0].sum())
+            running = int(obs["running_jobs"][:, 0].sum())
+            announced = int(obs["announced"][:, 0].sum())
+            if waiting >= 2 and running >= 3 and announced >= 2:
+                return env, obs
+            obs, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    raise AssertionError("no decision with jobs waiting, running and announced")
+
+
+def test_running_and_announced_jobs_move_with_their_rows(announced_preempt):
+    """Permuting the preemption window's rows permutes the preempt logits; permuting the
+    announced rows changes no logit; neither changes the critic's input."""
+    env, obs = announced_preempt
+    torch.manual_seed(1)
+    ext = SlotExtractor(env.observation_space, hidden=16)
+    for p in ext.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    q, w, n = env.max_queue, env.preempt_window, env.n_actions
+    assert ext.n_running == w and ext.waits and n == q + 1 + w
+    rng = np.random.default_rng(1)
+    perm_r, perm_a = rng.permutation(w), rng.permutation(obs["announced"].shape[0])
+    moved = dict(obs)
+    moved["running_jobs"] = obs["running_jobs"][perm_r]
+    moved["announced"] = obs["announced"][perm_a]
+    moved["action_mask"] = np.concatenate(
+        [obs["action_mask"][: q + 1], obs["action_mask"][q + 1 :][perm_r]]
+    )
+    with torch.no_grad():
+        a, b = ext(_batch(obs))[0], ext(_batch(moved))[0]
+    assert a[q + 1 : n].std() > 1e-3  # the running jobs score differently
+    torch.testing.assert_close(b[: q + 1], a[: q + 1], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(b[q + 1 : n], a[q + 1 : n][perm_r], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(b[n:], a[n:], rtol=1e-5, atol=1e-6)
+    # the announced jobs do reach the context: removing them changes the slot scores
+    gone = dict(obs, announced=np.zeros_like(obs["announced"]))
+    with torch.no_grad():
+        c = ext(_batch(gone))[0]
+    assert not torch.allclose(c[:q], a[:q])
+
+
+def test_the_shipped_agents_network_is_unchanged_without_the_new_arrays(decision):
+    env, _ = decision
+    ext = SlotExtractor(env.observation_space, hidden=8)
+    names = {name.split(".")[0] for name, _ in ext.named_parameters()}
+    assert names == {
+        "region_net",
+        "context_net",
+        "slot_net",
+        "slot_score",
+        "wait_net",
+        "wait_score",
+    }

@@ -48,7 +48,7 @@ TRAIN_LIMITS: dict[str, Limit] = {
     "checkpoint_freq": _STEPS,
     "torch_threads": Limit(1, 256, integer=True),
 }
-_TEXT = ("algo", "policy", "env_id", "logdir", "run_name")
+_TEXT = ("algo", "policy", "env_id", "logdir", "run_name", "init_from")
 
 
 @dataclass
@@ -84,6 +84,7 @@ class TrainConfig:
     run_name: str = ""  # default {scenario}__{algo}__{seed}__{time}
     torch_threads: int = 1
     progress: bool = True
+    init_from: str = ""  # a saved model of the same network to start from (an imitation run's)
 
     def __post_init__(self) -> None:
         for name in _TEXT:
@@ -166,6 +167,8 @@ _HELP = {
     "run_name": "run folder name (default {scenario}__{algo}__{seed}__{time})",
     "torch_threads": "torch.set_num_threads",
     "progress": "draw a progress bar on a terminal",
+    "init_from": "start from the weights of a saved model of the same algo and network, e.g. "
+    "an imitation run's model.zip (bacepipe train imitate)",
 }
 
 

@@ -38,7 +38,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from .. import __version__, outputs
 from ..envs.agents import evaluate
-from ..errors import BacepipeError
+from ..errors import BacepipeError, shorten
 from ..experiments.progress import Progress
 from ..experiments.summary import write_csv
 from ..signals import stop_forkserver, stop_processes, worker_init
@@ -234,6 +234,21 @@ def _build_model(cfg: TrainConfig, venv: Any) -> Any:
     )
 
 
+def _start_from(model: Any, path: str) -> None:
+    """Load the weights of the saved model at ``path`` into ``model`` (the same network:
+    the imitation run's student, for PPO to go on from); one line when they do not fit."""
+    if not Path(path).is_file():
+        raise BacepipeError(f"init_from: no model file at {path}")
+    try:
+        model.set_parameters(path, exact_match=True, device="cpu")
+    except (RuntimeError, ValueError, KeyError, zipfile.BadZipFile) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BacepipeError(
+            f"init_from: {path} is not a model of this network ({shorten(reason, 120)}); "
+            "give the same --policy, --net-arch or --slot-hidden and env settings"
+        ) from None
+
+
 def _saved_steps(path: Path) -> int:
     """The timestep count stored in an SB3 model file (-1 if unreadable)."""
     try:
@@ -271,6 +286,10 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
     one :class:`~bacepipe_env.errors.BacepipeError` naming the setting, not a traceback from
     inside a worker process."""
     check_env_settings(cfg)
+    if cfg.init_from and not resume:  # before the run folder exists: a refusal leaves none
+        probe = DummyVecEnv([lambda: gym.make(cfg.env_id, **cfg.resolved_env_kwargs())])
+        _start_from(_build_model(cfg, probe), cfg.init_from)
+        probe.close()
     torch.set_num_threads(cfg.torch_threads)
     set_random_seed(cfg.seed)
     run_dir = (
@@ -334,6 +353,8 @@ def _train_in(cfg: TrainConfig, run_dir: Path, resume: str) -> tuple[Path, list[
         print(f"resuming {run_dir} from {ckpt.name} at step {model.num_timesteps}")
     else:
         model = _build_model(cfg, venv)
+        if cfg.init_from:
+            _start_from(model, cfg.init_from)
     model.set_logger(configure(str(run_dir), ["tensorboard", "csv"]))
     evaluator = HeldOutEval(cfg, run_dir)
     callbacks: list[BaseCallback] = [

@@ -112,3 +112,35 @@ def test_a_bad_setting_is_one_line(args, start, tmp_path, capsys) -> None:
     err = capsys.readouterr().err.strip()
     assert err.startswith(start) and "\n" not in err, err
     assert not any(tmp_path.iterdir())
+
+
+def test_ppo_goes_on_from_the_cloned_policy(sjf_run, tmp_path) -> None:
+    """``train learn --init-from``: the evaluation at step 0, before any PPO update, is the
+    imitation student's own held-out result, to the last digit (same seeds, greedy play)."""
+    from bacepipe_env.train.learn import main as learn
+
+    cfg, run_dir, rows, _ = sjf_run
+    args = [
+        "--env-id", ENV_ID, "--policy", "slot", "--n-envs", "1", "--total-timesteps", "32",
+        "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1", "--eval-freq", "1000000",
+        "--n-eval", str(cfg.held_out), "--eval-seed", str(cfg.eval_seed), "--no-progress",
+        "--logdir", str(tmp_path), "--run-name", "ft", "--init-from", str(run_dir / "model.zip"),
+    ]  # fmt: skip
+    assert learn(args) == 0
+    first = next(csv.DictReader((tmp_path / "ft" / "eval.csv").open()))
+    assert float(first["step"]) == 0
+    assert float(first["avg_jct_h"]) == pytest.approx(rows[-1]["held_out_avg_jct_h"], rel=1e-12)
+
+
+def test_init_from_a_model_of_another_network_is_one_line(sjf_run, tmp_path, capsys) -> None:
+    from bacepipe_env.train.learn import main as learn
+
+    _, run_dir, _, _ = sjf_run
+    args = ["--env-id", ENV_ID, "--policy", "mlp", "--n-envs", "1", "--total-timesteps", "32",
+            "--logdir", str(tmp_path), "--run-name", "bad", "--no-progress",
+            "--init-from", str(run_dir / "model.zip")]  # fmt: skip
+    assert learn(args, prog="bacepipe train learn") == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("bacepipe train learn: error: init_from: ") and "\n" not in err, err
+    assert "is not a model of this network" in err
+    assert not (tmp_path / "bad").exists()  # refused before the run folder is made

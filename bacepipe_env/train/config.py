@@ -16,6 +16,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from ..core.limits import Limit, check_limit
 from ..envs.registration import env_slug  # re-exported: the run folders' env names
 from ..errors import OneLineParser, ValidationError
+from ..policies.registry import policy_info
 
 __all__ = ["TRAIN_LIMITS", "TrainConfig", "env_slug", "parse_config"]
 
@@ -47,8 +48,9 @@ TRAIN_LIMITS: dict[str, Limit] = {
     "eval_seed": _SEED,
     "checkpoint_freq": _STEPS,
     "torch_threads": Limit(1, 256, integer=True),
+    "repeat_arrivals": Limit(1, 1000, "episodes", integer=True),
 }
-_TEXT = ("algo", "policy", "env_id", "logdir", "run_name", "init_from")
+_TEXT = ("algo", "policy", "env_id", "logdir", "run_name", "init_from", "relative_to")
 
 
 @dataclass
@@ -85,6 +87,8 @@ class TrainConfig:
     torch_threads: int = 1
     progress: bool = True
     init_from: str = ""  # a saved model of the same network to start from (an imitation run's)
+    relative_to: str = ""  # a heuristic whose return on the same episode is subtracted
+    repeat_arrivals: int = 1  # each training arrival sequence played this many times in a row
 
     def __post_init__(self) -> None:
         for name in _TEXT:
@@ -116,6 +120,11 @@ class TrainConfig:
             raise ValueError(f"policy must be mlp or slot, got {self.policy!r}")
         if self.policy == "slot" and (self.algo != "maskable_ppo" or self.observation != "dict"):
             raise ValueError("policy slot needs algo maskable_ppo on the dict observation")
+        if self.relative_to:
+            try:
+                policy_info(self.relative_to)
+            except ValidationError as err:  # named by the setting, in one line
+                raise ValidationError("relative_to", self.relative_to, err.reason) from None
 
     @property
     def observation(self) -> str:
@@ -167,6 +176,9 @@ _HELP = {
     "run_name": "run folder name (default {scenario}__{algo}__{seed}__{time})",
     "torch_threads": "torch.set_num_threads",
     "progress": "draw a progress bar on a terminal",
+    "relative_to": "train on the return minus this heuristic's on the same episode "
+    "(a registered policy; the held-out evaluation keeps the plain return)",
+    "repeat_arrivals": "play each training arrival sequence this many times in a row",
     "init_from": "start from the weights of a saved model of the same algo and network, e.g. "
     "an imitation run's model.zip (bacepipe train imitate)",
 }

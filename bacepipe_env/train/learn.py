@@ -44,6 +44,7 @@ from ..experiments.summary import write_csv
 from ..signals import stop_forkserver, stop_processes, worker_init
 from .config import TrainConfig, parse_config
 from .sb3 import ALGOS, SB3Agent, algo_class
+from .tricks import RelativeReward, RepeatArrivals
 
 __all__ = ["HeldOutEval", "eval_seeds", "main", "make_eval_env", "train"]
 
@@ -300,10 +301,19 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
         return _train_in(cfg, run_dir, resume)
 
 
-def _in_worker(env: gym.Env) -> gym.Env:
-    """SubprocVecEnv's per-worker wrapper: only sets the worker process up to stop with its
-    leader (:func:`~bacepipe_env.signals.worker_init`); the env is returned as it is."""
-    worker_init()
+def _in_worker(
+    env: gym.Env, worker: bool = True, relative_to: str = "", repeat: int = 1, seed: int = 0
+) -> gym.Env:
+    """Each training env's wrapper: in a SubprocVecEnv worker it sets the process up to stop
+    with its leader (:func:`~bacepipe_env.signals.worker_init`); ``relative_to`` and
+    ``repeat`` add the training tricks of :mod:`.tricks` (the held-out evaluation plays the
+    plain env)."""
+    if worker:
+        worker_init()
+    if repeat > 1:
+        env = RepeatArrivals(env, repeat, seed)
+    if relative_to:
+        env = RelativeReward(env, relative_to)
     return env
 
 
@@ -344,7 +354,13 @@ def _train_in(cfg: TrainConfig, run_dir: Path, resume: str) -> tuple[Path, list[
         seed=cfg.seed,
         vec_env_cls=vec_cls,
         env_kwargs=cfg.resolved_env_kwargs(),
-        wrapper_class=_in_worker if cfg.n_envs > 1 else None,
+        wrapper_class=_in_worker,
+        wrapper_kwargs={
+            "worker": cfg.n_envs > 1,
+            "relative_to": cfg.relative_to,
+            "repeat": cfg.repeat_arrivals,
+            "seed": cfg.seed,
+        },
     )
     cls = algo_class(cfg.algo)
     ckpt = _latest_checkpoint(run_dir) if resume else None

@@ -1,0 +1,100 @@
+"""Training-time wrappers for PPO on GeoPipe, from the learned schedulers that beat heuristics
+elsewhere (Decima, Mao et al. 2019; "Variance reduction for reinforcement learning in
+input-driven environments", Mao et al. 2019):
+
+- :class:`RelativeReward`: the episode's return minus a heuristic's return on the same
+  episode, so that what the agent is paid for is beating the heuristic on this arrival
+  sequence, not the sequence's own difficulty;
+- :class:`RepeatArrivals`: each arrival sequence (reset seed) is played several times in a
+  row, so that the rollouts of one sequence can be compared with each other.
+
+``bacepipe train learn --relative-to sjf+finish-aware --repeat-arrivals 4`` applies both to
+the training environments only: the held-out evaluation plays the plain env.
+"""
+
+from __future__ import annotations
+
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from ..errors import ValidationError
+from ..policies.registry import make_policy
+
+__all__ = ["RelativeReward", "RepeatArrivals", "baseline_return"]
+
+
+def baseline_return(env: Any, policy: Any) -> float:
+    """``policy``'s return on ``env``'s current episode, in the env's own reward: its jobs'
+    summed JCT, cost (electricity and egress) and carbon, weighted and scaled as the env's
+    :class:`~bacepipe_env.envs.reward.JctCostReward` weights and scales them. The simulator
+    plays the policy on the episode's scenario (its own admission and preemption rules)."""
+    base = env.unwrapped
+    config = getattr(base.reward_fn, "config", None)
+    if config is None or not hasattr(config, "jct_weight"):
+        raise ValidationError("relative_to", policy, "needs the env's scalar JctCostReward")
+    result = policy.simulate(base.scenario)
+    sc = base.reward_scales
+    jct = sum(r.jct for r in result.records)
+    cost = result.total_cost + result.total_egress_cost
+    return -float(
+        config.jct_weight * jct / sc.jct_norm
+        + config.cost_weight * cost / sc.cost_norm
+        + config.carbon_weight * result.total_carbon / sc.carbon_norm
+    )
+
+
+class RelativeReward(gym.Wrapper[Any, Any, Any, Any]):
+    """The env's rewards, and at the episode's last step (``terminated``) minus the return of
+    the heuristic ``baseline`` on the same episode: an episode's return becomes the agent's
+    return minus the heuristic's (0 when the agent plays as the heuristic does). A truncated
+    episode gets no correction (its heuristic return would be of a whole episode)."""
+
+    def __init__(self, env: gym.Env[Any, Any], baseline: str) -> None:
+        super().__init__(env)
+        self.baseline = baseline
+        self._policy = make_policy(baseline)  # a one-line error for an unknown name
+        self._offset = 0.0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset, and play the heuristic on the new episode."""
+        obs, info = self.env.reset(**kwargs)
+        self._offset = baseline_return(self.env, self._policy)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """The env's step; at the last step the heuristic's return is subtracted."""
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        if terminated:
+            reward = float(reward) - self._offset
+            info["baseline_return"] = self._offset
+        return obs, reward, terminated, truncated, info
+
+
+class RepeatArrivals(gym.Wrapper[Any, Any, Any, Any]):
+    """Each arrival sequence ``times`` times in a row: a reset without a seed reuses the last
+    reset seed until it has been played ``times`` times, then draws the next from its own
+    generator (seeded by the first explicit reset seed, or ``seed``)."""
+
+    def __init__(self, env: gym.Env[Any, Any], times: int, seed: int = 0) -> None:
+        super().__init__(env)
+        if not isinstance(times, int) or isinstance(times, bool) or not 1 <= times <= 1000:
+            raise ValidationError("repeat_arrivals", times, "must be a whole number in [1, 1000]")
+        self.times = times
+        self._rng = np.random.default_rng(seed)
+        self._left = 0
+        self._seed = 0
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset with the current sequence's seed (a new one every ``times`` resets)."""
+        if seed is not None:  # a new stream, as Gymnasium's seeding is
+            self._rng = np.random.default_rng(seed)
+            self._left = 0
+        if self._left == 0:
+            self._seed = int(self._rng.integers(2**31 - 1))
+            self._left = self.times
+        self._left -= 1
+        return self.env.reset(seed=self._seed, options=options)

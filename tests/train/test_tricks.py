@@ -1,0 +1,100 @@
+"""The training tricks of issue 27 (`bacepipe_env.train.tricks`): a return relative to a
+heuristic on the same episode, and arrival sequences played several times in a row."""
+
+from __future__ import annotations
+
+import csv
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from train_helpers import ENV_ID
+
+from bacepipe_env.envs.agents import make_agent
+from bacepipe_env.errors import BacepipeError
+from bacepipe_env.train.config import TrainConfig
+from bacepipe_env.train.tricks import RelativeReward, RepeatArrivals
+
+
+def _play(env, agent, seed):
+    agent.reset(seed)
+    obs, info = env.reset(seed=seed)
+    total, done = 0.0, False
+    while not done:
+        obs, r, terminated, truncated, info = env.step(int(agent.predict(obs, info=info)[0]))
+        total += float(r)
+        done = terminated or truncated
+    return total, info
+
+
+@pytest.mark.parametrize("seed", [0, 7, 11])
+def test_the_heuristic_playing_itself_earns_zero(seed) -> None:
+    """SJF's agent on GeoPipe-v2 is SJF's simulation (the env-equivalence tests), so its
+    relative return is 0 up to float rounding, and the plain return is the heuristic's."""
+    plain = gym.make(ENV_ID).unwrapped
+    relative = RelativeReward(gym.make(ENV_ID).unwrapped, "sjf")
+    raw, _ = _play(plain, make_agent("sjf").bind(plain), seed)
+    rel, info = _play(relative, make_agent("sjf").bind(relative), seed)
+    assert rel == pytest.approx(0.0, abs=1e-12)
+    assert info["baseline_return"] == pytest.approx(raw, rel=1e-12)
+
+
+def test_another_agent_earns_its_return_minus_the_heuristics() -> None:
+    plain = gym.make(ENV_ID).unwrapped
+    relative = RelativeReward(gym.make(ENV_ID).unwrapped, "sjf")
+    fcfs_raw, _ = _play(plain, make_agent("fcfs").bind(plain), 3)
+    sjf_raw, _ = _play(plain, make_agent("sjf").bind(plain), 3)
+    fcfs_rel, _ = _play(relative, make_agent("fcfs").bind(relative), 3)
+    assert fcfs_rel == pytest.approx(fcfs_raw - sjf_raw, rel=1e-9)
+    assert fcfs_raw != pytest.approx(sjf_raw)  # the two orders differ on this episode
+
+
+def test_each_arrival_sequence_is_played_the_given_times() -> None:
+    env = RepeatArrivals(gym.make("bacepipe_env/GeoPipe-Online-v1", n_jobs=20).unwrapped, 3, 5)
+    submits = []
+    for _ in range(7):
+        env.reset()
+        submits.append(tuple(j.submit_time for j in env.unwrapped.scenario.jobs))
+    assert submits[0] == submits[1] == submits[2]
+    assert submits[3] == submits[4] == submits[5] != submits[0]
+    assert submits[6] != submits[3]
+    # an explicit seed starts the stream again: the same sequences, in the same order
+    env.reset(seed=5)
+    assert tuple(j.submit_time for j in env.unwrapped.scenario.jobs) == submits[0]
+
+
+def test_the_settings_are_checked_in_one_line() -> None:
+    with pytest.raises(BacepipeError, match=r"^relative_to: unknown policy"):
+        TrainConfig(relative_to="nope")
+    with pytest.raises(BacepipeError, match="repeat_arrivals"):
+        TrainConfig(repeat_arrivals=0)
+
+
+def test_a_training_run_uses_them_and_evaluates_the_plain_return(tmp_path) -> None:
+    from bacepipe_env.train.learn import main as learn
+
+    args = [
+        "--env-id", ENV_ID, "--n-envs", "1", "--total-timesteps", "64", "--n-steps", "32",
+        "--batch-size", "32", "--n-epochs", "1", "--eval-freq", "1000000", "--n-eval", "3",
+        "--no-progress", "--relative-to", "sjf", "--repeat-arrivals", "2",
+        "--logdir", str(tmp_path), "--run-name", "tricks",
+    ]  # fmt: skip
+    assert learn(args) == 0
+    rows = list(csv.DictReader((tmp_path / "tricks" / "eval.csv").open()))
+    # the held-out return is the plain one: minus the scaled JCT, never near 0
+    assert all(float(r["return"]) < -0.5 for r in rows)
+    # SB3's Monitor sits inside the tricks: the logged episode reward is the plain return
+    progress = list(csv.DictReader((tmp_path / "tricks" / "progress.csv").open()))
+    rewards = [float(r["rollout/ep_rew_mean"]) for r in progress if r.get("rollout/ep_rew_mean")]
+    assert rewards and all(x < -0.5 for x in rewards)
+
+
+def test_the_training_envs_wear_the_tricks_in_order() -> None:
+    from bacepipe_env.train.learn import _in_worker
+
+    env = _in_worker(gym.make(ENV_ID), worker=False, relative_to="sjf", repeat=2, seed=1)
+    assert isinstance(env, RelativeReward) and isinstance(env.env, RepeatArrivals)
+    assert env.env.times == 2
+    plain = _in_worker(gym.make(ENV_ID), worker=False)
+    assert not isinstance(plain, (RelativeReward, RepeatArrivals))
+    assert np.isfinite(env.reset(seed=0)[0]["queue"]).all()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from ..core.limits import Limit, check_limit
+from ..core.limits import LIMITS, Limit, check_limit
 from ..envs.registration import env_slug  # re-exported: the run folders' env names
 from ..errors import OneLineParser, ValidationError
 from ..policies.registry import policy_info
@@ -89,6 +89,7 @@ class TrainConfig:
     init_from: str = ""  # a saved model of the same network to start from (an imitation run's)
     relative_to: str = ""  # a heuristic whose return on the same episode is subtracted
     repeat_arrivals: int = 1  # each training arrival sequence played this many times in a row
+    curriculum: list[int] = field(default_factory=list)  # job counts by stage, shortest first
 
     def __post_init__(self) -> None:
         for name in _TEXT:
@@ -120,6 +121,14 @@ class TrainConfig:
             raise ValueError(f"policy must be mlp or slot, got {self.policy!r}")
         if self.policy == "slot" and (self.algo != "maskable_ppo" or self.observation != "dict"):
             raise ValueError("policy slot needs algo maskable_ppo on the dict observation")
+        if not isinstance(self.curriculum, list) or len(self.curriculum) > 64:
+            raise ValidationError("curriculum", self.curriculum, "must be up to 64 job counts")
+        self.curriculum = [
+            check_limit(f"curriculum[{i}]", n, limit=LIMITS["workload.n_jobs"], exc=ValidationError)
+            for i, n in enumerate(self.curriculum)
+        ]
+        if self.curriculum != sorted(self.curriculum):
+            raise ValidationError("curriculum", self.curriculum, "must grow: shortest first")
         if self.relative_to:
             try:
                 policy_info(self.relative_to)
@@ -179,6 +188,8 @@ _HELP = {
     "relative_to": "train on the return minus this heuristic's on the same episode "
     "(a registered policy; the held-out evaluation keeps the plain return)",
     "repeat_arrivals": "play each training arrival sequence this many times in a row",
+    "curriculum": "training episodes' job counts by stage, ascending, over equal shares of "
+    "the steps, e.g. 20,40,80 (default: the env's own)",
     "init_from": "start from the weights of a saved model of the same algo and network, e.g. "
     "an imitation run's model.zip (bacepipe train imitate)",
 }

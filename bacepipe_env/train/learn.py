@@ -44,7 +44,7 @@ from ..experiments.summary import write_csv
 from ..signals import stop_forkserver, stop_processes, worker_init
 from .config import TrainConfig, parse_config
 from .sb3 import ALGOS, SB3Agent, algo_class
-from .tricks import RelativeReward, RepeatArrivals
+from .tricks import Curriculum, RelativeReward, RepeatArrivals
 
 __all__ = ["HeldOutEval", "eval_seeds", "main", "make_eval_env", "train"]
 
@@ -302,7 +302,12 @@ def train(cfg: TrainConfig, resume: str = "") -> tuple[Path, list[dict[str, floa
 
 
 def _in_worker(
-    env: gym.Env, worker: bool = True, relative_to: str = "", repeat: int = 1, seed: int = 0
+    env: gym.Env,
+    worker: bool = True,
+    relative_to: str = "",
+    repeat: int = 1,
+    seed: int = 0,
+    curriculum: tuple[list[int], int] | None = None,
 ) -> gym.Env:
     """Each training env's wrapper: in a SubprocVecEnv worker it sets the process up to stop
     with its leader (:func:`~bacepipe_env.signals.worker_init`); ``relative_to`` and
@@ -310,11 +315,20 @@ def _in_worker(
     plain env)."""
     if worker:
         worker_init()
+    if curriculum:
+        env = Curriculum(env, *curriculum)
     if repeat > 1:
         env = RepeatArrivals(env, repeat, seed)
     if relative_to:
         env = RelativeReward(env, relative_to)
     return env
+
+
+def _stages(cfg: TrainConfig) -> tuple[list[int], int] | None:
+    """The curriculum's job counts and each stage's steps per env (equal shares)."""
+    if not cfg.curriculum:
+        return None
+    return list(cfg.curriculum), max(1, cfg.total_timesteps // (cfg.n_envs * len(cfg.curriculum)))
 
 
 def _train_in(cfg: TrainConfig, run_dir: Path, resume: str) -> tuple[Path, list[dict[str, float]]]:
@@ -360,6 +374,7 @@ def _train_in(cfg: TrainConfig, run_dir: Path, resume: str) -> tuple[Path, list[
             "relative_to": cfg.relative_to,
             "repeat": cfg.repeat_arrivals,
             "seed": cfg.seed,
+            "curriculum": _stages(cfg),
         },
     )
     cls = algo_class(cfg.algo)

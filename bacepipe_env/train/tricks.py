@@ -6,14 +6,17 @@ input-driven environments", Mao et al. 2019):
   episode, so that what the agent is paid for is beating the heuristic on this arrival
   sequence, not the sequence's own difficulty;
 - :class:`RepeatArrivals`: each arrival sequence (reset seed) is played several times in a
-  row, so that the rollouts of one sequence can be compared with each other.
+  row, so that the rollouts of one sequence can be compared with each other;
+- :class:`Curriculum`: episodes of growing length, as job counts by stage.
 
-``bacepipe train learn --relative-to sjf+finish-aware --repeat-arrivals 4`` applies both to
-the training environments only: the held-out evaluation plays the plain env.
+``bacepipe train learn --relative-to sjf+finish-aware --repeat-arrivals 4 --curriculum
+20,40,80`` applies them to the training environments only: the held-out evaluation plays the
+plain env.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
@@ -21,8 +24,9 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..policies.registry import make_policy
+from ..scenarios.generators import RandomScenarioGenerator, ScenarioSampler
 
-__all__ = ["RelativeReward", "RepeatArrivals", "baseline_return"]
+__all__ = ["Curriculum", "RelativeReward", "RepeatArrivals", "baseline_return"]
 
 
 def baseline_return(env: Any, policy: Any) -> float:
@@ -98,3 +102,40 @@ class RepeatArrivals(gym.Wrapper[Any, Any, Any, Any]):
             self._left = self.times
         self._left -= 1
         return self.env.reset(seed=self._seed, options=options)
+
+
+class Curriculum(gym.Wrapper[Any, Any, Any, Any]):
+    """Episodes of ``stages[i]`` jobs once this env has taken ``i * stage_steps`` steps (the
+    last stage stays): short episodes first, the full length last. The env's generator is
+    rebuilt for each stage from its own scenario and world (a named scenario or file, or the
+    random generator), so its window and spaces stay as built."""
+
+    def __init__(self, env: gym.Env[Any, Any], stages: list[int], stage_steps: int) -> None:
+        super().__init__(env)
+        if not stages:
+            raise ValidationError("curriculum", stages, "needs at least one job count")
+        self.stages, self.stage_steps = list(stages), max(1, int(stage_steps))
+        self.steps = 0
+        self.stage = -1
+        self._base = getattr(env.unwrapped, "generator", None)
+
+    def _generator(self, n_jobs: int) -> Any:
+        base = self._base
+        if isinstance(base, ScenarioSampler):
+            return ScenarioSampler(base.source, world=base.template.world, n_jobs=n_jobs)
+        if isinstance(base, RandomScenarioGenerator):
+            return dataclasses.replace(base, n_jobs=(n_jobs, n_jobs))
+        raise ValidationError("curriculum", self.stages, "needs a named scenario, a file or random")
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        """Reset in the stage this env's step count has reached."""
+        stage = min(self.steps // self.stage_steps, len(self.stages) - 1)
+        if stage != self.stage:
+            self.stage = stage
+            self.env.unwrapped.generator = self._generator(self.stages[stage])  # type: ignore[attr-defined]
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        """The env's step, counted."""
+        self.steps += 1
+        return self.env.step(action)

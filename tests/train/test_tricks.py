@@ -13,7 +13,7 @@ from train_helpers import ENV_ID
 from bacepipe_env.envs.agents import make_agent
 from bacepipe_env.errors import BacepipeError
 from bacepipe_env.train.config import TrainConfig
-from bacepipe_env.train.tricks import RelativeReward, RepeatArrivals
+from bacepipe_env.train.tricks import Curriculum, RelativeReward, RepeatArrivals
 
 
 def _play(env, agent, seed):
@@ -76,7 +76,7 @@ def test_a_training_run_uses_them_and_evaluates_the_plain_return(tmp_path) -> No
     args = [
         "--env-id", ENV_ID, "--n-envs", "1", "--total-timesteps", "64", "--n-steps", "32",
         "--batch-size", "32", "--n-epochs", "1", "--eval-freq", "1000000", "--n-eval", "3",
-        "--no-progress", "--relative-to", "sjf", "--repeat-arrivals", "2",
+        "--no-progress", "--relative-to", "sjf", "--repeat-arrivals", "2", "--curriculum", "4,8",
         "--logdir", str(tmp_path), "--run-name", "tricks",
     ]  # fmt: skip
     assert learn(args) == 0
@@ -92,9 +92,44 @@ def test_a_training_run_uses_them_and_evaluates_the_plain_return(tmp_path) -> No
 def test_the_training_envs_wear_the_tricks_in_order() -> None:
     from bacepipe_env.train.learn import _in_worker
 
-    env = _in_worker(gym.make(ENV_ID), worker=False, relative_to="sjf", repeat=2, seed=1)
+    env = _in_worker(
+        gym.make(ENV_ID), worker=False, relative_to="sjf", repeat=2, seed=1, curriculum=([4, 8], 5)
+    )
     assert isinstance(env, RelativeReward) and isinstance(env.env, RepeatArrivals)
+    assert isinstance(env.env.env, Curriculum) and env.env.env.stages == [4, 8]
     assert env.env.times == 2
     plain = _in_worker(gym.make(ENV_ID), worker=False)
     assert not isinstance(plain, (RelativeReward, RepeatArrivals))
     assert np.isfinite(env.reset(seed=0)[0]["queue"]).all()
+
+
+@pytest.mark.parametrize(
+    "env_id", ["bacepipe_env/GeoPipe-Online-v1", "bacepipe_env/GeoPipe-Random-v2"]
+)
+def test_the_curriculum_lengthens_the_episodes_by_stage(env_id) -> None:
+    """Stages of 6 then 12 jobs, 10 steps each: episodes hold 6 jobs until the env has taken
+    10 steps, then 12; the spaces stay those the env was built with."""
+    base = gym.make(env_id).unwrapped
+    space = base.observation_space
+    env = Curriculum(base, [6, 12], stage_steps=10)
+    counts = []
+    for seed in range(6):
+        env.reset(seed=seed)
+        counts.append((env.steps, len(base.scenario.jobs)))
+        done = False
+        while not done:
+            mask = base.action_masks()
+            *_, terminated, truncated, _ = env.step(int(np.flatnonzero(mask)[0]))
+            done = terminated or truncated
+    assert counts[0] == (0, 6)
+    assert all(n == (6 if steps < 10 else 12) for steps, n in counts), counts
+    assert counts[-1][1] == 12
+    assert base.observation_space == space
+
+
+def test_a_curriculum_must_grow_and_fit_the_job_limit() -> None:
+    with pytest.raises(BacepipeError, match=r"^curriculum: must grow"):
+        TrainConfig(curriculum=[40, 20])
+    with pytest.raises(BacepipeError, match=r"^curriculum\[0\]: must be in \[1, "):
+        TrainConfig(curriculum=[0, 20])
+    assert TrainConfig(curriculum=[20, 40]).curriculum == [20, 40]

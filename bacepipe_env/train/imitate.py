@@ -49,11 +49,12 @@ import torch as th
 from .. import __version__, outputs
 from ..core.limits import Limit, check_limit
 from ..core.units import SECONDS_PER_HOUR
-from ..envs.agents import make_agent
+from ..envs.agents import evaluate, make_agent
 from ..errors import BacepipeError, OneLineParser, ValidationError
 from ..learned import LAYOUT_KEYS
 from .config import TrainConfig, env_slug
 from .learn import _build_model
+from .sb3 import SB3Agent
 
 __all__ = ["Dataset", "ImitateConfig", "agreement", "collect", "fit", "imitate", "main"]
 
@@ -226,18 +227,10 @@ def agreement(model: Any, data: Dataset) -> float:
 
 
 def _held_out_jct(env: Any, model: Any, seeds: Sequence[int]) -> float:
-    """The student's mean average JCT (hours) over the held-out seeds, playing greedily."""
-    jcts = []
-    for seed in seeds:
-        obs, _ = env.reset(seed=seed)
-        done, info = False, {}
-        while not done:
-            mask = env.unwrapped.action_masks()
-            action = int(model.predict(obs, action_masks=mask, deterministic=True)[0])
-            obs, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-        jcts.append(float(info.get("episode_avg_jct_s", float("nan"))) / SECONDS_PER_HOUR)
-    return float(np.mean(jcts))
+    """The student's mean average JCT (hours) over the held-out seeds, played greedily as
+    every command plays a learned agent (:func:`~bacepipe_env.envs.agents.evaluate`)."""
+    agent = SB3Agent(model, "maskable_ppo", "student", {})
+    return float(np.mean([r.avg_jct_h for r in evaluate(env, agent, seeds)]))
 
 
 def imitate(cfg: ImitateConfig, say: Any = print) -> tuple[Path, list[dict[str, float]]]:

@@ -34,6 +34,7 @@ ROW_KEYS = {
     "train_seed",
     "episode_seed",
     "avg_jct_h",
+    "episode_return",
     "total_cost_usd",
     "carbon_kg",
     "steps",
@@ -216,3 +217,37 @@ def test_learned_model_round_trip(tmp_path: Path) -> None:
     assert [r["avg_jct_h"] for r in learned] == [e.avg_jct_h for e in expected]
     assert [r["total_cost_usd"] for r in learned] == [e.total_cost_usd for e in expected]
     assert [r["steps"] for r in learned] == [e.steps for e in expected]
+
+
+def test_world_settings_change_every_policys_episodes_alike() -> None:
+    """``world={"n_jobs": 3}``: each policy plays the 3-job scenario the env resets to with
+    those settings, equal to the simulator's run of that scenario."""
+    report = evaluate_policies(ENV_ID, ["sjf", "fcfs"], 2, FIRST, world={"n_jobs": 3})
+    for row in report.rows():
+        env = gym.make(ENV_ID, n_jobs=3)
+        env.reset(seed=row["episode_seed"])
+        scenario = env.unwrapped.scenario  # type: ignore[attr-defined]
+        env.close()
+        assert len(scenario.jobs) == 3
+        result = make_policy(row["policy"], seed=row["episode_seed"]).simulate(scenario)
+        assert row["avg_jct_h"] == hours(result.avg_jct)
+    full = evaluate_policies(ENV_ID, ["sjf"], 1, FIRST).rows()[0]
+    assert full["avg_jct_h"] != report.rows()[0]["avg_jct_h"]  # the 8-job episode differs
+
+
+def test_one_reward_scores_every_policy() -> None:
+    """The reward changes the return, never the schedule: the same JCT and cost, and the
+    return of a cost-blind reward differs from the default's."""
+    plain = evaluate_policies(ENV_ID, ["sjf"], 2, FIRST, reward=None).rows()
+    blind = evaluate_policies(ENV_ID, ["sjf"], 2, FIRST, reward={"cost_weight": 0.0}).rows()
+    for a, b in zip(plain, blind):
+        assert (a["avg_jct_h"], a["total_cost_usd"]) == (b["avg_jct_h"], b["total_cost_usd"])
+        assert a["episode_return"] < b["episode_return"] < 0  # cost no longer charged
+
+
+def test_an_unknown_world_setting_is_one_line() -> None:
+    from bacepipe_env.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="unknown knob") as err:
+        evaluate_policies(ENV_ID, ["sjf"], 1, FIRST, world={"n_jbos": 3})
+    assert "\n" not in str(err.value)

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.preemption import check_preemption
+from ..core.world import check_knob_names
 from ..errors import BacepipeError, ValidationError
 from ..learned import (
     PRETRAINED,
@@ -47,6 +48,7 @@ __all__ = [
 ]
 
 #: What a heuristic's env leaves out: arrays no heuristic reads (the episode is the same).
+_OWN: Any = object()  # evaluate_policies(reward=...) not given: each policy's own reward
 _NO_OPTIONAL_ARRAYS = {"grid_features": False, "fault_features": False, "running_features": False}
 
 #: Two episodes' JCTs within this relative distance of each other are a tie.
@@ -210,6 +212,7 @@ class EvaluationReport:
                         "train_seed": p.train_seed,
                         "episode_seed": r.seed,
                         "avg_jct_h": _finite(r.avg_jct_h),
+                        "episode_return": _finite(r.episode_return),
                         "total_cost_usd": _finite(r.total_cost_usd),
                         "carbon_kg": _finite(r.carbon_kg),
                         "steps": r.steps,
@@ -285,9 +288,16 @@ def evaluate_policies(
     reference: str | None = None,
     progress: Progress | None = None,
     preemption: str | None = None,
+    world: Mapping[str, Any] | None = None,
+    reward: Any = _OWN,
 ) -> EvaluationReport:
     """Play every policy (registered names and ``algo:path`` models) on the episodes of
     ``env_id`` reset with seeds ``first_seed .. first_seed + episodes - 1``.
+
+    ``world`` (world settings by name, e.g. ``{"n_jobs": 80}``) changes the episodes for
+    every policy alike. ``reward`` (what ``GeoPipeEnv(reward=...)`` takes; None is the
+    default reward) scores every policy's episodes by one reward; without it a learned model
+    plays with the reward it was trained on, so returns of different models may not compare.
 
     ``reference`` (a policy as given, or as shown: ``learned:<name>``; default the first)
     is what the paired JCT ratios divide by. Every policy is checked (and every model loaded)
@@ -299,6 +309,10 @@ def evaluate_policies(
     from ..envs.registration import ENV_IDS
 
     _check(env_id, policies, episodes, first_seed)
+    common: dict[str, Any] = dict(world or {})
+    check_knob_names(common)
+    if reward is not _OWN:
+        common["reward"] = reward
     preempt_actions = bool(ENV_IDS[env_id].get("preempt_window"))
     if preemption is not None:
         preemption = check_preemption(preemption)
@@ -331,6 +345,8 @@ def evaluate_policies(
     if preemption is not None:  # for every policy without a rule of its own
         for *_, kwargs in agents:
             kwargs.setdefault("preemption", preemption)
+    for *_, kwargs in agents:
+        kwargs.update(common)
     shown = [a[0] for a in agents]
     if len(set(shown)) != len(shown):
         raise ValidationError("policies", list(policies), "two policies show as the same name")

@@ -68,8 +68,8 @@ test-rllib: $(RLLIB_STAMP)
 	$(RLLIB_PY) -m pytest -q tests/envs tests/core tests/train/test_rllib.py \
 		tests/experiments/test_ray_backend.py
 
-# The learned orderers' evidence (about an hour and a half on 2 cores): train 3 seeds per env,
-# play them and every heuristic on 200 held-out episodes per env, write
+# The learned orderers' evidence (about 2 h 15 min on 2 cores): train 3 seeds per recipe and env,
+# play them, the env's planner and every heuristic on 200 held-out episodes per env, write
 # benchmarks/results/learned.json and the docs/learned.md table, ship the pretrained
 # agents. Finished runs are kept: a second call only evaluates and tabulates again.
 learned: $(STAMP)

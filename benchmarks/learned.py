@@ -6,21 +6,24 @@
     python benchmarks/learned.py ship                 # the pretrained agents of the package
     make learned                                      # all four, in that order
 
-``train`` runs ``bacepipe train learn`` once per (recipe, seed) into
-``benchmarks/results/learned/<env slug>/<recipe>-<seed>/`` (config.json with the wall time,
-eval.csv, progress.csv, the TensorBoard events and model.zip; checkpoints are dropped). The
-training runs' own evaluations (``eval.csv``) use reset seeds 1,000,000 + i; the held-out set
+``train`` runs ``bacepipe train learn`` (or ``train imitate``, as the :class:`Recipe` says)
+once per (recipe, seed) into ``benchmarks/results/learned/<env slug>/<recipe>-<seed>/``
+(config.json with the wall time, eval.csv and progress.csv or imitate.csv, the TensorBoard
+events where PPO ran, and model.zip; checkpoints are dropped). The training runs' own
+evaluations (``eval.csv``, ``imitate.csv``) use reset seeds 1,000,000 + i; the held-out set
 of ``evaluate`` starts at :data:`HELD_OUT` (2,000,000), so nothing reported was used to pick
 or tune a model.
 
-``evaluate`` plays every non-preemptive heuristic that can act as an agent (the 15 of
-``bacepipe policies`` without the oracle and the preemptive ones, waiting heuristics included)
+``evaluate`` plays every heuristic an agent of the env can play (the 15 of ``bacepipe
+policies`` without the oracle and the preemptive ones, waiting heuristics included; on an id
+with preempt actions the preemptive ones too), the env's rollout planner (:data:`PLANNERS`)
 and every trained model on the same :data:`EPISODES` held-out episodes per env with
 ``bacepipe_env.experiments.evaluate``, and writes
 ``benchmarks/results/learned/<env slug>/heldout.json``; ``table`` merges them into
 ``benchmarks/results/learned.json`` (one row per policy, training seed and episode) and
 writes the results table (interquartile mean and mean with 95% bootstrap intervals, the
-paired JCT ratio to the env's best heuristic, training wall time) into docs/learned.md
+paired JCT, cost and return ratios to the env's best heuristic, the planner's ratio and the
+share of its gain captured, training wall time) into docs/learned.md
 between its ``learned-table`` markers. ``ship`` copies, per env, the model of the best recipe
 whose *training-time* evaluation was best into ``bacepipe_env/pretrained``.
 """
@@ -35,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +48,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bacepipe_env import __version__  # noqa: E402
-from bacepipe_env.envs.agents import AGENT_PLACEMENTS  # noqa: E402
 from bacepipe_env.envs.registration import env_slug  # noqa: E402
 from bacepipe_env.experiments.evaluate import evaluate_policies  # noqa: E402
+from bacepipe_env.experiments.headroom import env_heuristics  # noqa: E402
 from bacepipe_env.experiments.progress import Progress  # noqa: E402
 from bacepipe_env.experiments.stats import bootstrap_ci, paired_ratio_ci  # noqa: E402
 from bacepipe_env.learned import pretrained_dir  # noqa: E402
-from bacepipe_env.policies.registry import policy_info  # noqa: E402
 from bacepipe_env.signals import worker_pool  # noqa: E402
 from benchmarks.tables import splice  # noqa: E402
 
@@ -61,41 +64,146 @@ HELD_OUT = 2_000_000  # first held-out reset seed (training evaluations use 1,00
 EPISODES = 200  # held-out episodes per env
 SEEDS = (0, 1, 2)  # training seeds per recipe
 N_BOOT = 2000
-#: The heuristics the learned orderers are judged against: every agent of the world they play,
-#: where no job is preempted (the preemptive heuristics are measured in docs/preemption.md).
-HEURISTICS = [n for n in AGENT_PLACEMENTS if policy_info(n).preemption is None]
 
-#: Recipe name -> env id -> (``bacepipe train learn`` flags besides seed and folders,
-#: GeoPipeEnv overrides besides :data:`ENV_KWARGS`). Budgets fit one working session of this
-#: 2-core machine (the pilots' JCT stopped improving after 30-60k steps on GeoPipe-v2 and
+
+@dataclass(frozen=True)
+class Recipe:
+    """How one recipe trains on one env: the ``bacepipe train`` subcommand, its flags besides
+    seed and folders, the GeoPipeEnv overrides besides :data:`ENV_KWARGS`, and the recipe
+    whose model of the same seed PPO starts from (``train learn --init-from``)."""
+
+    flags: tuple[str, ...]
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+    command: str = "learn"  # learn | imitate
+    init_from: str | None = None
+
+
+ANNOUNCED = "bacepipe_env/GeoPipe-Online-Announced-v0"
+#: The calendar's planner (docs/headroom.md): its forks see the jobs announced 24 h ahead, as
+#: the agent's observation does, and are finished by the id's best heuristic.
+ANNOUNCED_PLANNER = "rollout:sjf+announce,lookahead=announced:24"
+#: The calendar's episodes here: 80 jobs (as in docs/headroom.md; a planner episode of the
+#: id's own 500 jobs costs 10x more), a 64-job window (a layout that also plays the id's own
+#: 500-job episodes, so the shipped agent does).
+ANNOUNCED_KWARGS: dict[str, Any] = {"n_jobs": 80, "max_queue": 64}
+PREEMPT = "bacepipe_env/GeoPipe-Online-Preempt-v1"
+ANNOUNCED_PREEMPT = "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0"
+#: The preemptive ids' teacher: the planner over their best heuristic, which also decides every
+#: preemption (docs/headroom.md), knowing the jobs submitted by now: the calendar's planner is
+#: 2-3x slower per decision there and finds 0.5%.
+PREEMPT_TEACHER = "rollout:sjf+finish-aware+srtf"
+
+#: Recipe name -> env id -> :class:`Recipe`. Budgets fit one working session of this 2-core
+#: machine (the pilots' JCT stopped improving after 30-60k steps on GeoPipe-v2 and
 #: Random-v2); the slot policy trains at 200-400 steps/s on those, and on Online-v1 about 45
 #: with its full 500-slot window, hence a 64-job window there.
-RECIPES: dict[str, dict[str, tuple[list[str], dict[str, Any]]]] = {
+RECIPES: dict[str, dict[str, Recipe]] = {
     "slot": {
-        "bacepipe_env/GeoPipe-v2": (["--total-timesteps", "60000", "--eval-freq", "10000"], {}),
-        "bacepipe_env/GeoPipe-Random-v2": (
-            ["--total-timesteps", "100000", "--eval-freq", "10000"],
-            {},
+        "bacepipe_env/GeoPipe-v2": Recipe(("--total-timesteps", "60000", "--eval-freq", "10000")),
+        "bacepipe_env/GeoPipe-Random-v2": Recipe(
+            ("--total-timesteps", "100000", "--eval-freq", "10000")
         ),
         # Fig. 1's two jobs: every episode is the same scenario, so 10k steps are plenty
-        "bacepipe_env/GeoPipe-Fig1-v2": (["--total-timesteps", "10000", "--eval-freq", "2000"], {}),
+        "bacepipe_env/GeoPipe-Fig1-v2": Recipe(
+            ("--total-timesteps", "10000", "--eval-freq", "2000")
+        ),
         # The window is the first 64 pending jobs in submission order (the id shows all 500):
         # 8x less work per PPO update; the episodes are the id's own. No wait action: with it,
         # the first seed's policy learned to wait and its held-out JCT went from 93 h to
         # 2,534 h at 10k steps (1,172 h at 40k), and no waiting heuristic beats the greedy
         # ones on this env, so the recipe orders only (greedy admission).
-        "bacepipe_env/GeoPipe-Online-v1": (
-            ["--total-timesteps", "40000", "--eval-freq", "10000", "--n-eval", "5"],
+        "bacepipe_env/GeoPipe-Online-v1": Recipe(
+            ("--total-timesteps", "40000", "--eval-freq", "10000", "--n-eval", "5"),
             {"max_queue": 64, "allow_wait": False},
         ),
     },
+    # Behaviour cloning with DAgger from the calendar's planner (issue 27): the teacher's 60
+    # episodes, then 2 rounds of 60 where the student acts and the teacher labels.
+    "imitate": {
+        ANNOUNCED: Recipe(
+            (
+                "--teacher",
+                ANNOUNCED_PLANNER,
+                "--episodes",
+                "60",
+                "--rounds",
+                "2",
+                "--held-out",
+                "10",
+            ),
+            ANNOUNCED_KWARGS,
+            command="imitate",
+        ),
+        # The preemptive ids' planners find under 1% (docs/headroom.md): imitation only, no
+        # tuning, 40 episodes a round (a planner episode takes 3 s there, 1 s above).
+        **{
+            env_id: Recipe(
+                (
+                    "--teacher",
+                    PREEMPT_TEACHER,
+                    "--episodes",
+                    "40",
+                    "--rounds",
+                    "2",
+                    "--held-out",
+                    "10",
+                ),
+                ANNOUNCED_KWARGS,
+                command="imitate",
+            )
+            for env_id in (PREEMPT, ANNOUNCED_PREEMPT)
+        },
+    },
+    # PPO from the imitation's student, with a return relative to the best heuristic's on the
+    # same episode and each arrival sequence played twice (docs/training.md's tricks).
+    "imitate+ppo": {
+        ANNOUNCED: Recipe(
+            (
+                "--total-timesteps",
+                "12000",
+                "--eval-freq",
+                "4000",
+                "--n-eval",
+                "10",
+                "--relative-to",
+                "sjf+announce",
+                "--repeat-arrivals",
+                "2",
+                "--learning-rate",
+                "0.0001",
+            ),
+            ANNOUNCED_KWARGS,
+            init_from="imitate",
+        ),
+    },
 }
-#: Flags every recipe shares: the slot policy on MaskablePPO, two worker processes.
-COMMON = ["--policy", "slot", "--n-envs", "2", "--n-eval", "20", "--no-progress"]
+#: Flags every recipe shares: the slot policy on MaskablePPO, two worker processes (train
+#: learn), 20 training-time evaluation episodes.
+COMMON = {
+    "learn": ["--policy", "slot", "--n-envs", "2", "--n-eval", "20", "--no-progress"],
+    "imitate": ["--policy", "slot"],
+}
 #: Overrides every recipe shares: a reward that weighs cost 0.1 (not the default 0.25): the
 #: goal is JCT at no more than 1.05x the best heuristic's cost, and at 0.25 the pilots came out
 #: 4-7% cheaper than it and no faster.
 ENV_KWARGS: dict[str, Any] = {"reward": {"cost_weight": 0.1}}
+#: The world settings of an env's held-out episodes, where they are not the id's own (the same
+#: as its recipes train on).
+WORLD: dict[str, dict[str, Any]] = {
+    env_id: {"n_jobs": 80} for env_id in (ANNOUNCED, PREEMPT, ANNOUNCED_PREEMPT)
+}
+#: Each env's planner, played on the same held-out episodes as the ceiling that the learned
+#: agents are measured against: the rollout planner of docs/headroom.md's row for the id, its
+#: forks finished by the id's best heuristic there, knowing what the observation shows.
+PLANNERS: dict[str, str] = {
+    "bacepipe_env/GeoPipe-v2": "rollout:sjf+finish-aware",
+    "bacepipe_env/GeoPipe-Random-v2": "rollout:sjf+finish-aware",
+    "bacepipe_env/GeoPipe-Fig1-v2": "rollout:sjf+full",
+    "bacepipe_env/GeoPipe-Online-v1": "rollout:no-pathfinder",
+    ANNOUNCED: ANNOUNCED_PLANNER,
+    PREEMPT: PREEMPT_TEACHER,
+    ANNOUNCED_PREEMPT: f"{PREEMPT_TEACHER},lookahead=announced:24",
+}
 
 
 def _run_dirs(env_id: str) -> list[tuple[str, int, Path]]:
@@ -111,8 +219,30 @@ def _run_dirs(env_id: str) -> list[tuple[str, int, Path]]:
     return out
 
 
+def _command(recipe: str, env_id: str, seed: int, folder: Path) -> list[str]:
+    """The ``bacepipe train`` command line of one (recipe, env, seed) run into ``folder``."""
+    spec = RECIPES[recipe][env_id]
+    cmd = ["train", spec.command, "--env-id", env_id, "--seed", str(seed)]
+    cmd += [*COMMON[spec.command], *spec.flags]
+    if spec.init_from is not None:
+        start = folder.parent / f"{spec.init_from}-{seed}" / "model.zip"
+        cmd += ["--init-from", str(start.relative_to(ROOT))]
+    env_kwargs = {**ENV_KWARGS, **spec.env_kwargs}
+    logdir = str(folder.parent.relative_to(ROOT))
+    return [
+        *cmd,
+        "--env-kwargs",
+        json.dumps(env_kwargs),
+        "--logdir",
+        logdir,
+        "--run-name",
+        folder.name,
+    ]
+
+
 def train(env_ids: list[str], force: bool) -> None:
-    """Train every (recipe, seed) of ``env_ids`` that has no model yet (or all, ``force``)."""
+    """Train every (recipe, seed) of ``env_ids`` that has no model yet (or all, ``force``),
+    recipe by recipe (one that starts from another's model comes after it in RECIPES)."""
     for recipe, envs in RECIPES.items():
         for env_id in env_ids:
             if env_id not in envs:
@@ -124,61 +254,57 @@ def train(env_ids: list[str], force: bool) -> None:
                     continue
                 if folder.exists():
                     shutil.rmtree(folder)
-                cmd = [
-                    sys.executable,
-                    "-m",
-                    "bacepipe_env.cli",
-                    "train",
-                    "learn",
-                    "--env-id",
-                    env_id,
-                    "--seed",
-                    str(seed),
-                    *COMMON,
-                    *envs[env_id][0],
-                    "--env-kwargs",
-                    json.dumps({**ENV_KWARGS, **envs[env_id][1]}),
-                    "--logdir",
-                    str(folder.parent),
-                    "--run-name",
-                    folder.name,
-                ]
-                print(" ".join(cmd[2:]), flush=True)
-                subprocess.run(cmd, check=True, cwd=ROOT)
+                cmd = _command(recipe, env_id, seed, folder)
+                print(" ".join(cmd), flush=True)
+                subprocess.run(
+                    [sys.executable, "-m", "bacepipe_env.cli", *cmd], check=True, cwd=ROOT
+                )
                 shutil.rmtree(folder / "checkpoints", ignore_errors=True)
 
 
 def _play(env_id: str, policies: list[str], episodes: int) -> tuple[list[dict[str, Any]], float]:
-    """Rows of ``policies`` on the held-out episodes of ``env_id``, and the wall time (s)."""
+    """Rows of ``policies`` on the held-out episodes of ``env_id`` (its :data:`WORLD`, every
+    return by the id's own reward), and the wall time (s)."""
     start = time.perf_counter()
-    with Progress(len(policies) * episodes, "episodes", env_slug(env_id)) as bar:
-        report = evaluate_policies(env_id, policies, episodes, HELD_OUT, progress=bar)
+    label = f"{env_slug(env_id)} {policies[0]}" if len(policies) == 1 else env_slug(env_id)
+    with Progress(len(policies) * episodes, "episodes", label) as bar:
+        report = evaluate_policies(
+            env_id, policies, episodes, HELD_OUT, progress=bar, world=WORLD.get(env_id), reward=None
+        )
     return report.rows(), time.perf_counter() - start
 
 
+def _play_each(env_id: str, policies: list[str], episodes: int, workers: int) -> list[Any]:
+    """Rows of every policy, one process per policy, ``workers`` at once; and the wall time."""
+    start = time.perf_counter()
+    with worker_pool(workers) as pool:
+        jobs = [pool.submit(_play, env_id, [p], episodes) for p in policies]
+        rows = [row for job in jobs for row in job.result()[0]]
+    return [rows, time.perf_counter() - start]
+
+
 def evaluate(env_ids: list[str], episodes: int, heuristics_only: bool, workers: int) -> None:
-    """Every heuristic and every trained model of each env on its held-out episodes. The
-    heuristics' rows are kept in ``heuristics.json`` and reused while the episode count is
-    the same (they do not depend on any model): ``--heuristics-only`` computes just them."""
+    """Every heuristic, the env's planner and every trained model of each env on its held-out
+    episodes. The rows of the heuristics and the planner are kept in ``heuristics.json`` and
+    reused while the episodes, their world and the planner are the same (they do not depend on
+    any model): ``--heuristics-only`` computes just them."""
     for env_id in env_ids:
         folder = RESULTS / env_slug(env_id)
         folder.mkdir(parents=True, exist_ok=True)
         cache = folder / "heuristics.json"
         data = json.loads(cache.read_text()) if cache.is_file() else {}
-        if data.get("episodes") != episodes:
-            rows, wall = _play(env_id, HEURISTICS, episodes)
-            data = {"env_id": env_id, "episodes": episodes, "eval_wall_s": wall, "rows": rows}
+        key = {"episodes": episodes, "world": WORLD.get(env_id, {}), "planner": PLANNERS[env_id]}
+        if any(data.get(k) != v for k, v in key.items()):
+            heuristics = env_heuristics(env_id)  # the preemptive ones too where the agent preempts
+            rows, wall = _play_each(env_id, [*heuristics, PLANNERS[env_id]], episodes, workers)
+            data = {"env_id": env_id, **key, "eval_wall_s": wall, "rows": rows}
             cache.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
         if heuristics_only:
             print(f"{cache.relative_to(ROOT)}: {len(data['rows'])} rows")
             continue
         runs = _run_dirs(env_id)
         specs = [f"maskable_ppo:{run / 'model.zip'}" for _, _, run in runs]
-        start = time.perf_counter()
-        with worker_pool(workers) as pool:  # one model per process
-            jobs = [pool.submit(_play, env_id, [spec], episodes) for spec in specs]
-            learned = [row for job in jobs for row in job.result()[0]]
-        wall = time.perf_counter() - start
+        learned, wall = _play_each(env_id, specs, episodes, workers)
         shown = {f"learned:{run.name}": (recipe, seed) for recipe, seed, run in runs}
         for row in learned:  # learned:<recipe>, its seed in train_seed
             recipe, seed = shown[row["policy"]]
@@ -187,7 +313,7 @@ def evaluate(env_ids: list[str], episodes: int, heuristics_only: bool, workers: 
         out = folder / "heldout.json"
         payload = {
             "env_id": env_id,
-            "episodes": episodes,
+            **key,
             "eval_wall_s": data["eval_wall_s"] + wall,
             "rows": rows,
         }
@@ -209,30 +335,45 @@ def _table(rows: list[dict[str, Any]], policy: str, key: str) -> np.ndarray:
     )
 
 
+def _run_wall_s(env_id: str, recipe: str, seed: int) -> float:
+    """One run's training wall time (s), with that of the run it started from."""
+    folder = RESULTS / env_slug(env_id) / f"{recipe}-{seed}"
+    wall = float(json.loads((folder / "config.json").read_text())["wall_time_s"])
+    start = RECIPES[recipe][env_id].init_from
+    return wall + (_run_wall_s(env_id, start, seed) if start is not None else 0.0)
+
+
 def _wall_h(env_id: str, recipe: str) -> float | None:
     """Mean training wall time (h) of the recipe's runs on ``env_id``."""
-    walls = []
-    for r, _, folder in _run_dirs(env_id):
-        if r == recipe:
-            walls.append(json.loads((folder / "config.json").read_text())["wall_time_s"])
+    walls = [_run_wall_s(env_id, r, seed) for r, seed, _ in _run_dirs(env_id) if r == recipe]
     return float(np.mean(walls)) / 3600.0 if walls else None
+
+
+def captured(ratio: float, planner_ratio: float) -> float | None:
+    """The fraction of the planner's gain over the best heuristic that a policy captures,
+    ``(1 - ratio) / (1 - planner_ratio)`` (1: all of it, 0: none, negative: worse than the
+    heuristic); None where the planner gains nothing (``planner_ratio >= 1``)."""
+    return (1.0 - ratio) / (1.0 - planner_ratio) if planner_ratio < 1.0 else None
 
 
 def summarise(env_id: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One summary per policy of ``env_id``: IQM and mean JCT with bootstrap intervals, mean
-    cost, and the paired ratios to the best heuristic (by mean JCT) over the same episodes."""
+    cost, the paired ratios of JCT, cost and return to the best heuristic (by mean JCT) over
+    the same episodes, and the fraction of the planner's gain captured."""
     names = list(dict.fromkeys(r["policy"] for r in rows))
     jct = {n: _table(rows, n, "avg_jct_h") for n in names}
     cost = {n: _table(rows, n, "total_cost_usd") for n in names}
-    heuristics = [n for n in names if not n.startswith("learned:")]
+    ret = {n: _table(rows, n, "episode_return") for n in names}
+    planner = PLANNERS[env_id]
+    heuristics = [n for n in names if not n.startswith("learned:") and n != planner]
     best = min(heuristics, key=lambda n: float(jct[n].mean()))
-    ref_jct, ref_cost = jct[best][0], cost[best][0]
+    ref_jct, ref_cost, ref_ret = jct[best][0], cost[best][0], ret[best][0]
+    planner_ratio = paired_ratio_ci(jct[planner], ref_jct, N_BOOT)
     out = []
     for n in names:
         i, ilo, ihi = bootstrap_ci(jct[n], "iqm", N_BOOT)
         m, mlo, mhi = bootstrap_ci(jct[n], "mean", N_BOOT)
         r, rlo, rhi = paired_ratio_ci(jct[n], ref_jct, N_BOOT)
-        c = paired_ratio_ci(cost[n], ref_cost, N_BOOT)
         recipe = n.split(":", 1)[1] if n.startswith("learned:") else None
         out.append(
             {
@@ -244,8 +385,12 @@ def summarise(env_id: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "mean_jct_h": [m, mlo, mhi],
                 "mean_cost_usd": float(cost[n].mean()),
                 "best_heuristic": best,
+                "planner": planner,
                 "jct_ratio": [r, rlo, rhi],
-                "cost_ratio": list(c),
+                "cost_ratio": list(paired_ratio_ci(cost[n], ref_cost, N_BOOT)),
+                "return_ratio": list(paired_ratio_ci(ret[n], ref_ret, N_BOOT)),
+                "planner_ratio": list(planner_ratio),
+                "captured": captured(r, planner_ratio[0]),
                 "train_wall_h": _wall_h(env_id, recipe) if recipe else None,
             }
         )
@@ -257,39 +402,55 @@ def _fmt_ci(v: list[float], digits: int) -> str:
 
 
 def markdown(summaries: list[dict[str, Any]]) -> str:
-    """The results table: per env the best heuristic, the strongest baselines and every
-    learned recipe (all policies are in learned.json)."""
+    """The results table: per env the best heuristic, the strongest baselines, the planner
+    and every learned recipe (all policies are in learned.json)."""
     lines = [
         "| env | policy | IQM JCT h [95% CI] | mean JCT h [95% CI] | mean cost $ "
-        "| JCT / best heuristic [95% CI] | cost / best heuristic | training |",
-        "|---|---|---|---|---|---|---|---|",
+        "| JCT / best heuristic [95% CI] | cost / best heuristic | return / best heuristic "
+        "| planner's JCT / best | planner's gain captured | training |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for env_id in dict.fromkeys(s["env_id"] for s in summaries):
         mine = [s for s in summaries if s["env_id"] == env_id]
-        best = mine[0]["best_heuristic"]
-        shown = [s for s in mine if s["policy"] in (best, "bace-pipe", "sjf", "fcfs")]
+        best, planner = mine[0]["best_heuristic"], mine[0]["planner"]
+        shown = [s for s in mine if s["policy"] in (best, planner, "bace-pipe", "sjf", "fcfs")]
         shown += [s for s in mine if s["policy"].startswith("learned:")]
         shown.sort(key=lambda s: s["mean_jct_h"][0])
         for s in shown:
-            name = f"**{s['policy']}** (best heuristic)" if s["policy"] == best else s["policy"]
-            if s["train_seeds"]:
+            name = s["policy"]
+            if name == best:
+                name = f"**{name}** (best heuristic)"
+            elif name == planner:
+                name = f"{name} (planner)"
+            learned = bool(s["train_seeds"])
+            if learned:
                 name += f", {s['train_seeds']} seeds"
             wall = s["train_wall_h"]
+            got = s["captured"]
             lines.append(
                 f"| {env_slug(env_id)} | {name} | {_fmt_ci(s['iqm_jct_h'], 1)} "
                 f"| {_fmt_ci(s['mean_jct_h'], 1)} | {s['mean_cost_usd']:,.0f} "
                 f"| {_fmt_ci(s['jct_ratio'], 3)} | {s['cost_ratio'][0]:.3f} "
+                f"| {s['return_ratio'][0]:.3f} "
+                f"| {_fmt_ci(s['planner_ratio'], 3) if learned else ''} "
+                f"| {('no gain' if got is None else f'{got:.2f}') if learned else ''} "
                 f"| {'' if wall is None else f'{wall * 60:.0f} min'} |"
             )
     n = summaries[0]["episodes"] if summaries else 0
     lines.append("")
     lines.append(
         f"{n} held-out episodes per env (reset seeds {HELD_OUT:,} + i), the same for every "
-        "policy; a learned recipe pools its training seeds. IQM: the interquartile mean. "
+        "policy; a learned recipe pools its training seeds; "
+        f"{', '.join(sorted(env_slug(e) for e in WORLD))} play 80-job episodes. "
+        "IQM: the interquartile mean. "
         f"Intervals: 95% percentile bootstrap ({N_BOOT:,} resamples of episodes and seeds); "
-        "ratios are of means over the same episodes. Training: mean wall time per run on 2 "
-        "CPU cores. Regenerate: `make learned` (or `python benchmarks/learned.py table` from "
-        "the committed runs)."
+        "ratios are of means over the same episodes. Returns are by the id's own reward for "
+        "every policy (they are negative: a ratio below 1 is a better return). The planner "
+        "is the id's rollout planner (docs/headroom.md), knowing what the observation shows; "
+        "the gain captured is (1 - JCT ratio) / (1 - planner's ratio), `no gain` where the "
+        "planner is no better than the best heuristic. Training: mean wall time per run on 2 "
+        "CPU cores (an imitation's PPO run adds to the imitation's). Regenerate: `make "
+        "learned` (or `python benchmarks/learned.py table` from the committed runs)."
     )
     return "\n".join(lines) + "\n"
 
@@ -309,12 +470,11 @@ def table() -> None:
         "held_out_first_seed": HELD_OUT,
         "bootstrap_resamples": N_BOOT,
         "recipes": {
-            r: {
-                e: {"flags": COMMON + f, "env_kwargs": {**ENV_KWARGS, **kw}}
-                for e, (f, kw) in envs.items()
-            }
+            r: {e: _command(r, e, 0, RESULTS / env_slug(e) / f"{r}-0") for e in envs}
             for r, envs in RECIPES.items()
         },
+        "world": WORLD,
+        "planners": PLANNERS,
         "eval_wall_s": walls,
         "versions": {"python": platform.python_version(), "bacepipe_env": __version__},
     }
@@ -337,9 +497,14 @@ def ship() -> None:
             continue
 
         def last_eval(run: tuple[str, int, Path]) -> float:
-            lines = (run[2] / "eval.csv").read_text().strip().splitlines()
+            """The run's last training-time held-out JCT (train learn's eval.csv, or train
+            imitate's imitate.csv)."""
+            csv, column = run[2] / "eval.csv", "avg_jct_h"
+            if not csv.is_file():
+                csv, column = run[2] / "imitate.csv", "held_out_avg_jct_h"
+            lines = csv.read_text().strip().splitlines()
             header, last = lines[0].split(","), lines[-1].split(",")
-            value = float(last[header.index("avg_jct_h")])
+            value = float(last[header.index(column)])
             return value if math.isfinite(value) else math.inf
 
         recipe, seed, best = min(runs, key=last_eval)

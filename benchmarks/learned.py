@@ -93,6 +93,14 @@ ANNOUNCED_PREEMPT = "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0"
 #: 2-3x slower per decision there and finds 0.5%.
 PREEMPT_TEACHER = "rollout:sjf+finish-aware+srtf"
 
+
+def _imitation(teacher: str, episodes: int) -> Recipe:
+    """``train imitate`` from ``teacher``: its ``episodes`` episodes, then 2 DAgger rounds of
+    as many, 10 held-out episodes, on the 80-job episodes of :data:`ANNOUNCED_KWARGS`."""
+    flags = ("--teacher", teacher, "--episodes", str(episodes), "--rounds", "2")
+    return Recipe((*flags, "--held-out", "10"), ANNOUNCED_KWARGS, command="imitate")
+
+
 #: Recipe name -> env id -> :class:`Recipe`. Budgets fit one working session of this 2-core
 #: machine (the pilots' JCT stopped improving after 30-60k steps on GeoPipe-v2 and
 #: Random-v2); the slot policy trains at 200-400 steps/s on those, and on Online-v1 about 45
@@ -117,42 +125,14 @@ RECIPES: dict[str, dict[str, Recipe]] = {
             {"max_queue": 64, "allow_wait": False},
         ),
     },
-    # Behaviour cloning with DAgger from the calendar's planner (issue 27): the teacher's 60
+    # Behaviour cloning with DAgger from the id's planner (issue 27): the teacher's 60
     # episodes, then 2 rounds of 60 where the student acts and the teacher labels.
     "imitate": {
-        ANNOUNCED: Recipe(
-            (
-                "--teacher",
-                ANNOUNCED_PLANNER,
-                "--episodes",
-                "60",
-                "--rounds",
-                "2",
-                "--held-out",
-                "10",
-            ),
-            ANNOUNCED_KWARGS,
-            command="imitate",
-        ),
+        ANNOUNCED: _imitation(ANNOUNCED_PLANNER, 60),
         # The preemptive ids' planners find under 1% (docs/headroom.md): imitation only, no
         # tuning, 40 episodes a round (a planner episode takes 3 s there, 1 s above).
-        **{
-            env_id: Recipe(
-                (
-                    "--teacher",
-                    PREEMPT_TEACHER,
-                    "--episodes",
-                    "40",
-                    "--rounds",
-                    "2",
-                    "--held-out",
-                    "10",
-                ),
-                ANNOUNCED_KWARGS,
-                command="imitate",
-            )
-            for env_id in (PREEMPT, ANNOUNCED_PREEMPT)
-        },
+        PREEMPT: _imitation(PREEMPT_TEACHER, 40),
+        ANNOUNCED_PREEMPT: _imitation(PREEMPT_TEACHER, 40),
     },
     # PPO from the imitation's student, with a return relative to the best heuristic's on the
     # same episode and each arrival sequence played twice (docs/training.md's tricks).

@@ -49,6 +49,8 @@ from .learned import (
     train_command,
     train_commands,
 )
+from .plugins import ENV_VAR as PLUGIN_ENV_VAR
+from .plugins import load_plugins, plugin_modules
 from .policies import bace_pipe
 from .policies.registry import (
     make_policy,
@@ -419,6 +421,19 @@ def _preemption_flag(text: str) -> str:
     return str(KNOBS["preemption"].from_flag(text))
 
 
+def _json_object(flag: str, text: str | None) -> dict[str, Any] | None:
+    """``text`` read as a JSON object (None stays None); else one line."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValidationError(flag, text, f"not JSON: {err.msg}") from None
+    if not isinstance(value, dict):
+        raise ValidationError(flag, text, "must be a JSON object of GeoPipeEnv keywords")
+    return value
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from .envs.registration import check_env_id  # the env package loads gymnasium: only here
 
@@ -456,6 +471,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             reference,
             progress=bar,
             preemption=None if args.preemption is None else _preemption_flag(args.preemption),
+            env_kwargs=_json_object("--env-kwargs", args.env_kwargs),
         )
     if args.json != "-":
         print(report.format_table())
@@ -581,7 +597,30 @@ def _dispatch(argv: list[str]) -> int:
         return 2
 
 
+def _take_plugins(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` without its ``--plugin MODULE`` / ``--plugin=MODULE`` options (on any command,
+    anywhere), and those modules."""
+    rest: list[str] = []
+    modules: list[str] = []
+    items = iter(argv)
+    for item in items:
+        if item == "--plugin":
+            module = next(items, None)
+            if module is None or not module.strip():
+                raise ValidationError("--plugin", module, "give a module to import")
+            modules.append(module.strip())
+        elif item.startswith("--plugin="):
+            modules.append(item.split("=", 1)[1].strip())
+        else:
+            rest.append(item)
+    return rest, modules
+
+
 def _command(argv: list[str]) -> int:
+    argv, modules = _take_plugins(argv)
+    if modules:  # worker processes import them too (they read the variable)
+        os.environ[PLUGIN_ENV_VAR] = ",".join([*plugin_modules(), *modules])
+    load_plugins()  # the named modules, then every installed plugin
     if argv[:1] == ["train"]:
         return _train(argv[1:])
     args = build_parser().parse_args(argv)

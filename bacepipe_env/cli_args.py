@@ -86,6 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(BACE-Pipe, arXiv 2605.25375).",
     )
     parser.add_argument("--version", action="version", version=f"bacepipe {__version__}")
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE",
+        help="import MODULE first: a plugin that registers policies, placements, admission "
+        "rules or environment ids (any command, anywhere on the line, repeatable; installed "
+        "plugins of the bacepipe_env.plugins entry-point group load by themselves)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def world(p: argparse.ArgumentParser, *scopes: str) -> None:
@@ -290,7 +298,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--env-id",
         required=True,
         metavar="ID",
-        help="a bacepipe_env environment id, e.g. bacepipe_env/GeoPipe-v2",
+        help="a GeoPipeEnv environment id: this package's (bacepipe_env/GeoPipe-v2, ...) or "
+        "one registered with Gymnasium, e.g. by a --plugin",
+    )
+    ev.add_argument(
+        "--env-kwargs",
+        default=None,
+        metavar="JSON",
+        help="GeoPipeEnv keywords over every policy's env, e.g. '{\"n_jobs\": 80}' (a world "
+        "setting) or '{\"reward\": null}' (every return by the default reward)",
     )
     ev.add_argument(
         "--policies",

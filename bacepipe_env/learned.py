@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from importlib.metadata import EntryPoint, distributions
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import BacepipeError, shorten
+from .plugins import entry_points
 from .policies.rollout import PREFIX as ROLLOUT_PREFIX
 
 __all__ = [
@@ -106,27 +106,13 @@ def _discover() -> None:
         return
     _discovered = True
     explicit = dict(_loaders)
-    for ep in _entry_points(AGENT_ENTRY_POINTS):
+    for ep in entry_points(AGENT_ENTRY_POINTS):
         try:
             register = ep.load()
         except ImportError:
             continue  # its package is broken or half-installed: as if it were not there
         register()
     _loaders.update(explicit)
-
-
-def _entry_points(group: str) -> list[EntryPoint]:
-    """The group's entry points of every distribution on sys.path, by name.
-
-    Unlike ``importlib.metadata.entry_points``, this does not keep only the first
-    distribution of a name: a stale ``bacepipe_env.egg-info`` left in a checkout (which
-    ``python -m`` from there finds first) must not hide the installed package's entries."""
-    found: dict[tuple[str, str], EntryPoint] = {}
-    for dist in distributions():
-        for ep in dist.entry_points:
-            if ep.group == group:
-                found.setdefault((ep.name, ep.value), ep)
-    return sorted(found.values(), key=lambda ep: ep.name)
 
 
 #: The prefix of the agents shipped in the package: ``pretrained:<env slug>``.
@@ -248,7 +234,7 @@ def load_learned(policy: str | os.PathLike[str]) -> LearnedAgent:
 
 def train_commands() -> list[str]:
     """The installed ``bacepipe train`` command names."""
-    return sorted({ep.name for ep in _entry_points(TRAIN_ENTRY_POINTS)})
+    return sorted({ep.name for ep in entry_points(TRAIN_ENTRY_POINTS)})
 
 
 def train_command(name: str) -> TrainCommand:
@@ -262,7 +248,7 @@ def train_command(name: str) -> TrainCommand:
             f"bacepipe train: unknown command {name!r}; choose from: {', '.join(names)}"
         )
     missing = ""
-    for ep in _entry_points(TRAIN_ENTRY_POINTS):
+    for ep in entry_points(TRAIN_ENTRY_POINTS):
         if ep.name != name:
             continue
         try:

@@ -249,7 +249,12 @@ def _play(env_id: str, policies: list[str], episodes: int) -> tuple[list[dict[st
     label = f"{env_slug(env_id)} {policies[0]}" if len(policies) == 1 else env_slug(env_id)
     with Progress(len(policies) * episodes, "episodes", label) as bar:
         report = evaluate_policies(
-            env_id, policies, episodes, HELD_OUT, progress=bar, world=WORLD.get(env_id), reward=None
+            env_id,
+            policies,
+            episodes,
+            HELD_OUT,
+            progress=bar,
+            env_kwargs={**WORLD.get(env_id, {}), "reward": None},  # one reward for all
         )
     return report.rows(), time.perf_counter() - start
 

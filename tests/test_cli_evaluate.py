@@ -173,7 +173,10 @@ def test_unknown_env_id_lists_every_id() -> None:
     proc = _cli("--env-id", "x", "--policies", "sjf", "--episodes", "1", "--first-seed", "0")
     assert proc.stderr.count("\n") == 1
     # the ids' shared start written once, then every id's rest, in registration order
-    listed = re.search(r"unknown environment id; (\S+) \+ (.*) \(got 'x'\)$", proc.stderr.strip())
+    listed = re.search(
+        r"unknown environment id; (\S+) \+ (.*) \(got 'x'\)$",
+        proc.stderr.strip(),
+    )
     assert listed, proc.stderr
     start, rests = listed.group(1), listed.group(2).split(", ")
     assert start == "bacepipe_env/GeoPipe-"
@@ -220,9 +223,9 @@ def test_learned_model_round_trip(tmp_path: Path) -> None:
 
 
 def test_world_settings_change_every_policys_episodes_alike() -> None:
-    """``world={"n_jobs": 3}``: each policy plays the 3-job scenario the env resets to with
-    those settings, equal to the simulator's run of that scenario."""
-    report = evaluate_policies(ENV_ID, ["sjf", "fcfs"], 2, FIRST, world={"n_jobs": 3})
+    """``env_kwargs={"n_jobs": 3}``: each policy plays the 3-job scenario the env resets to
+    with that setting, equal to the simulator's run of that scenario."""
+    report = evaluate_policies(ENV_ID, ["sjf", "fcfs"], 2, FIRST, env_kwargs={"n_jobs": 3})
     for row in report.rows():
         env = gym.make(ENV_ID, n_jobs=3)
         env.reset(seed=row["episode_seed"])
@@ -238,16 +241,18 @@ def test_world_settings_change_every_policys_episodes_alike() -> None:
 def test_one_reward_scores_every_policy() -> None:
     """The reward changes the return, never the schedule: the same JCT and cost, and the
     return of a cost-blind reward differs from the default's."""
-    plain = evaluate_policies(ENV_ID, ["sjf"], 2, FIRST, reward=None).rows()
-    blind = evaluate_policies(ENV_ID, ["sjf"], 2, FIRST, reward={"cost_weight": 0.0}).rows()
+    plain = evaluate_policies(ENV_ID, ["sjf"], 2, FIRST, env_kwargs={"reward": None}).rows()
+    blind = evaluate_policies(
+        ENV_ID, ["sjf"], 2, FIRST, env_kwargs={"reward": {"cost_weight": 0.0}}
+    ).rows()
     for a, b in zip(plain, blind):
         assert (a["avg_jct_h"], a["total_cost_usd"]) == (b["avg_jct_h"], b["total_cost_usd"])
         assert a["episode_return"] < b["episode_return"] < 0  # cost no longer charged
 
 
-def test_an_unknown_world_setting_is_one_line() -> None:
-    from bacepipe_env.errors import ValidationError
+def test_an_unknown_env_keyword_is_one_line() -> None:
+    from bacepipe_env.errors import BacepipeError
 
-    with pytest.raises(ValidationError, match="unknown knob") as err:
-        evaluate_policies(ENV_ID, ["sjf"], 1, FIRST, world={"n_jbos": 3})
+    with pytest.raises(BacepipeError, match="n_jbos") as err:
+        evaluate_policies(ENV_ID, ["sjf"], 1, FIRST, env_kwargs={"n_jbos": 3})
     assert "\n" not in str(err.value)

@@ -10,7 +10,10 @@ episode needs about one step per job plus one per wait.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .geopipe import GeoPipeEnv
 
 __all__ = [
     "ENTRY_POINT",
@@ -18,6 +21,8 @@ __all__ = [
     "MAX_EPISODE_STEPS",
     "check_env_id",
     "env_slug",
+    "geopipe_kwargs",
+    "geopipe_spec",
     "register_envs",
 ]
 
@@ -103,21 +108,67 @@ MAX_EPISODE_STEPS: dict[str, int] = {
 }
 
 
+def geopipe_spec(env_id: str) -> tuple[type[GeoPipeEnv], dict[str, Any]] | None:
+    """The class and keywords ``gym.make(env_id)`` builds, for a GeoPipeEnv id: this
+    package's ids (:data:`ENV_IDS`) and any other id registered with Gymnasium whose entry
+    point is :class:`~bacepipe_env.envs.geopipe.GeoPipeEnv` or a subclass (a user's own world,
+    e.g. ``register(id="my/World-v0", entry_point="bacepipe_env.envs.geopipe:GeoPipeEnv",
+    kwargs={...})``); None for every other id."""
+    from .geopipe import GeoPipeEnv
+
+    if env_id in ENV_IDS:
+        return GeoPipeEnv, dict(ENV_IDS[env_id])
+    from gymnasium.envs.registration import load_env_creator, registry
+
+    spec = registry.get(env_id)
+    if spec is None:
+        from ..plugins import load_plugins
+
+        if load_plugins():  # an installed or named plugin may register it
+            return geopipe_spec(env_id)
+    if spec is None or spec.entry_point is None:
+        return None
+    creator: Any
+    try:
+        creator = (
+            load_env_creator(spec.entry_point)
+            if isinstance(spec.entry_point, str)
+            else spec.entry_point
+        )
+    except (ImportError, AttributeError, ValueError):
+        return None  # an entry point that does not load is no GeoPipeEnv
+    if isinstance(creator, type) and issubclass(creator, GeoPipeEnv):
+        return creator, dict(spec.kwargs)
+    return None
+
+
+def geopipe_kwargs(env_id: str) -> dict[str, Any]:
+    """The GeoPipeEnv keywords ``gym.make(env_id)`` passes (:func:`geopipe_spec`); ``{}`` for
+    an id that is not a GeoPipeEnv's."""
+    spec = geopipe_spec(env_id)
+    return {} if spec is None else spec[1]
+
+
 def check_env_id(field: str, env_id: object) -> str:
-    """``env_id`` if it is registered here, else a one-line ValidationError naming ``field``
-    and every id (the start they share written once, ``bacepipe_env/GeoPipe- + v2, Fig1-v2,
+    """``env_id`` if it is a GeoPipeEnv id (:func:`geopipe_spec`: registered here or by a
+    user with Gymnasium), else a one-line ValidationError naming ``field`` and every id of
+    this package (the start they share written once, ``bacepipe_env/GeoPipe- + v2, Fig1-v2,
     ...``, so that the line stays short)."""
     from ..errors import ValidationError
 
-    if env_id not in ENV_IDS:
+    if not isinstance(env_id, str) or geopipe_spec(env_id) is None:
         common = next(iter(ENV_IDS))
         for e in ENV_IDS:
             while not e.startswith(common):
                 common = common[:-1]
         start = common[: max(common.rfind("/"), common.rfind("-")) + 1]  # a whole word
         names = ", ".join(e.removeprefix(start) for e in ENV_IDS)
-        raise ValidationError(field, env_id, f"unknown environment id; {start} + {names}")
-    return str(env_id)
+        raise ValidationError(
+            field,
+            env_id,
+            f"unknown environment id; {start} + {names}",
+        )
+    return env_id
 
 
 def env_slug(env_id: str) -> str:

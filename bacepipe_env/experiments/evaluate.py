@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.preemption import check_preemption
-from ..core.world import check_knob_names
 from ..errors import BacepipeError, ValidationError
 from ..learned import (
     PRETRAINED,
@@ -48,7 +47,6 @@ __all__ = [
 ]
 
 #: What a heuristic's env leaves out: arrays no heuristic reads (the episode is the same).
-_OWN: Any = object()  # evaluate_policies(reward=...) not given: each policy's own reward
 _NO_OPTIONAL_ARRAYS = {"grid_features": False, "fault_features": False, "running_features": False}
 
 #: Two episodes' JCTs within this relative distance of each other are a tie.
@@ -271,13 +269,14 @@ def _check(env_id: str, policies: Sequence[str], episodes: int, first_seed: int)
 
 
 def _make_env(env_id: str, kwargs: dict[str, Any]) -> Any:
-    """What ``gym.make(env_id, **kwargs).unwrapped`` is: the registered kwargs, ``kwargs`` over
-    them, and no wrapper (so no ``TimeLimit`` truncation). Built directly, as the simulator
-    experiments do, so that this package never imports gymnasium itself."""
-    from ..envs.geopipe import GeoPipeEnv
-    from ..envs.registration import ENV_IDS
+    """What ``gym.make(env_id, **kwargs).unwrapped`` is: the registered class and kwargs,
+    ``kwargs`` over them, and no wrapper (so no ``TimeLimit`` truncation). Built directly, as
+    the simulator experiments do, so that this package never imports gymnasium itself."""
+    from ..envs.registration import geopipe_spec
 
-    return GeoPipeEnv(**{**ENV_IDS[env_id], **kwargs})
+    cls, registered = geopipe_spec(env_id) or (None, {})
+    assert cls is not None, env_id  # checked by _check
+    return cls(**{**registered, **kwargs})
 
 
 def evaluate_policies(
@@ -288,16 +287,17 @@ def evaluate_policies(
     reference: str | None = None,
     progress: Progress | None = None,
     preemption: str | None = None,
-    world: Mapping[str, Any] | None = None,
-    reward: Any = _OWN,
+    env_kwargs: Mapping[str, Any] | None = None,
 ) -> EvaluationReport:
     """Play every policy (registered names and ``algo:path`` models) on the episodes of
     ``env_id`` reset with seeds ``first_seed .. first_seed + episodes - 1``.
 
-    ``world`` (world settings by name, e.g. ``{"n_jobs": 80}``) changes the episodes for
-    every policy alike. ``reward`` (what ``GeoPipeEnv(reward=...)`` takes; None is the
-    default reward) scores every policy's episodes by one reward; without it a learned model
-    plays with the reward it was trained on, so returns of different models may not compare.
+    ``env_kwargs`` (GeoPipeEnv keywords, as ``bacepipe evaluate --env-kwargs`` gives them)
+    go over every policy's env: world settings such as ``{"n_jobs": 80}`` change every
+    policy's episodes alike, and ``{"reward": None}`` scores every policy by the default
+    reward (without it a learned model plays with the reward it was trained on, so returns of
+    different models need not compare). A learned model refuses, in one line, a setting
+    that changes what it observes.
 
     ``reference`` (a policy as given, or as shown: ``learned:<name>``; default the first)
     is what the paired JCT ratios divide by. Every policy is checked (and every model loaded)
@@ -306,14 +306,13 @@ def evaluate_policies(
     simulator applies for every policy without its own (not on an id with preempt actions,
     whose agents preempt themselves)."""
     from ..envs.agents import RolloutAgent, agent_env_kwargs, evaluate, make_agent
-    from ..envs.registration import ENV_IDS
+    from ..envs.registration import geopipe_kwargs
 
     _check(env_id, policies, episodes, first_seed)
-    common: dict[str, Any] = dict(world or {})
-    check_knob_names(common)
-    if reward is not _OWN:
-        common["reward"] = reward
-    preempt_actions = bool(ENV_IDS[env_id].get("preempt_window"))
+    if env_kwargs is not None and not isinstance(env_kwargs, Mapping):
+        raise ValidationError("env_kwargs", env_kwargs, "must be a mapping of GeoPipeEnv keywords")
+    common = dict(env_kwargs or {})
+    preempt_actions = bool(geopipe_kwargs(env_id).get("preempt_window"))
     if preemption is not None:
         preemption = check_preemption(preemption)
         if preempt_actions and preemption != "none":

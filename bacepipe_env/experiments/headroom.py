@@ -50,9 +50,9 @@ def env_heuristics(env_id: str) -> list[str]:
     registered policy that plays as an agent, the preemptive ones only on an id with preempt
     actions."""
     from ..envs.agents import AGENT_PLACEMENTS
-    from ..envs.registration import ENV_IDS
+    from ..envs.registration import geopipe_kwargs
 
-    preempts = bool(ENV_IDS[env_id].get("preempt_window"))
+    preempts = bool(geopipe_kwargs(env_id).get("preempt_window"))
     return [n for n in AGENT_PLACEMENTS if preempts or policy_info(n).preemption is None]
 
 
@@ -138,7 +138,7 @@ def run_headroom(
     """The planner against ``env_id``'s best heuristic on ``episodes`` episodes (see the
     module docstring). ``base`` defaults to the best heuristic; one ValidationError line for
     bad input."""
-    from ..envs.registration import ENV_IDS, check_env_id
+    from ..envs.registration import check_env_id, geopipe_kwargs
 
     check_env_id("env_id", env_id)
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
@@ -152,7 +152,7 @@ def run_headroom(
             "base", base, f"not a heuristic of {env_id}; choose from: {', '.join(heuristics)}"
         )
     parse_rollout(f"rollout:{heuristics[0]},k={k}")  # one line for a bad k
-    world = ENV_IDS[env_id]
+    world = geopipe_kwargs(env_id)
     if world.get("admission") is not None or world.get("preemption") is not None:
         raise ValidationError("env_id", env_id, "sets its own rules: not supported here")
     seeds = tuple(range(first_seed, first_seed + episodes))

@@ -303,6 +303,10 @@ def policy_info(name: str) -> PolicyInfo:
     except KeyError:
         if is_rollout(name):
             return _rollout_info(name)
+        from ..plugins import load_plugins
+
+        if load_plugins():  # an installed or named plugin may register it
+            return policy_info(name)
         raise ValidationError(
             "policy",
             name,

@@ -1,0 +1,198 @@
+"""Plugins from outside the package: a module named with --plugin, and a package installed into
+a fresh venv with a `bacepipe_env.plugins` entry point, both run through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: A longest-job-first ordering and a small world of the user's own, registered at import.
+PLUGIN = textwrap.dedent(
+    '''
+    """A user's plugin: a policy and an environment id."""
+    from gymnasium.envs.registration import register, registry
+
+    from bacepipe_env.policies.base import Ordering
+    from bacepipe_env.policies.registry import PolicyInfo, register_policy
+
+
+    class LJFOrdering(Ordering):
+        name = "ljf"
+
+        def pick(self, queue, legal):
+            e1 = queue.single_gpu_exec
+            return max(legal, key=lambda i: (e1[i], -i))
+
+
+    register_policy(PolicyInfo("ljf", "Longest E(1) first", lambda s: LJFOrdering(), "pathfinder"))
+    if "myworld/Small-v0" not in registry:
+        register(
+            id="myworld/Small-v0",
+            entry_point="bacepipe_env.envs.geopipe:GeoPipeEnv",
+            kwargs={"scenario": "paper", "max_queue": 16, "n_jobs": 4},
+        )
+    '''
+)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "BACEPIPE_PLUGINS"}
+    env["OMP_NUM_THREADS"] = "1"
+    env.update(extra)
+    return env
+
+
+def _run(python: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [python, "-m", "bacepipe_env.cli", *args],
+        capture_output=True,
+        text=True,
+        env=_env(**env),
+        timeout=300,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture(scope="module")
+def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("plugin")
+    (folder / "ljf_plugin.py").write_text(PLUGIN)
+    return folder
+
+
+def test_without_the_plugin_the_policy_is_unknown(plugin_dir: Path) -> None:
+    argv = ["simulate", "--scenario", "paper", "--policy", "ljf"]
+    proc = _run(sys.executable, *argv, PYTHONPATH=str(plugin_dir))
+    assert proc.returncode == 2 and "unknown policy" in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_a_named_plugin_plays_in_compare_and_evaluate(plugin_dir: Path) -> None:
+    path = {"PYTHONPATH": str(plugin_dir)}
+    proc = _run(
+        sys.executable,
+        "compare",
+        "--plugin",
+        "ljf_plugin",
+        "--scenario",
+        "paper",
+        "--policies",
+        "sjf,ljf",
+        "--seeds",
+        "2",
+        **path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "ljf" in proc.stdout
+    # the user's env id and --env-kwargs, the plugin given after the command's flags
+    proc = _run(
+        sys.executable,
+        "evaluate",
+        "--env-id",
+        "myworld/Small-v0",
+        "--policies",
+        "ljf,sjf",
+        "--episodes",
+        "2",
+        "--first-seed",
+        "0",
+        "--env-kwargs",
+        '{"n_jobs": 3}',
+        "--json",
+        "-",
+        "--plugin=ljf_plugin",
+        **path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["rows"]
+    assert [r["policy"] for r in rows] == ["ljf", "ljf", "sjf", "sjf"]
+    # the same episodes from Python: the env resets to the 3-job scenario, the simulator runs
+    # the plugin's policy on it
+    code = textwrap.dedent(
+        """
+        import json, gymnasium as gym, bacepipe_env, ljf_plugin
+        from bacepipe_env.policies.registry import make_policy
+        out = []
+        for seed in (0, 1):
+            env = gym.make("myworld/Small-v0", n_jobs=3)
+            env.reset(seed=seed)
+            result = make_policy("ljf", seed=seed).simulate(env.unwrapped.scenario)
+            out.append(result.avg_jct / 3600)
+        print(json.dumps(out))
+        """
+    )
+    expected = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=_env(**path), check=True
+    )
+    assert [r["avg_jct_h"] for r in rows[:2]] == json.loads(expected.stdout)
+
+
+def test_a_plugin_that_does_not_import_is_one_line() -> None:
+    proc = _run(sys.executable, "--plugin", "no_such_plugin_module", "policies")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "plugin no_such_plugin_module: cannot import it" in proc.stderr
+
+
+def test_an_installed_plugin_package_in_a_fresh_venv(
+    plugin_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A real venv, a real pip install of a package with a `bacepipe_env.plugins` entry
+    point; no --plugin: `bacepipe policies` lists its policy and `compare` plays it."""
+    work = tmp_path_factory.mktemp("venv")
+    project = work / "bacepipe-ljf"
+    project.mkdir()
+    (project / "ljf_plugin.py").write_text((plugin_dir / "ljf_plugin.py").read_text())
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent(
+            """
+            [build-system]
+            requires = ["setuptools"]
+            build-backend = "setuptools.build_meta"
+
+            [project]
+            name = "bacepipe-ljf"
+            version = "0.1"
+
+            [project.entry-points."bacepipe_env.plugins"]
+            ljf = "ljf_plugin"
+
+            [tool.setuptools]
+            py-modules = ["ljf_plugin"]
+            """
+        )
+    )
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # the new venv sees this checkout's environment (bacepipe_env and its dependencies, as
+    # installed here) as a site dir, so that only the plugin is installed into it
+    here = sysconfig.get_paths()["purelib"]
+    (Path(site) / "bacepipe_here.pth").write_text(f"import site; site.addsitedir({here!r})\n")
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+    pip += ["--no-build-isolation", "--target", site, str(project)]
+    subprocess.run(pip, check=True, capture_output=True, env=_env())
+    listed = _run(python, "policies")
+    assert listed.returncode == 0, listed.stderr
+    assert any(line.split()[:1] == ["ljf"] for line in listed.stdout.splitlines())
+    proc = _run(python, "compare", "--scenario", "paper", "--policies", "sjf,ljf", "--seeds", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "ljf" in proc.stdout
+    # the checkout's own interpreter has no such package: the policy is unknown there
+    argv = ["simulate", "--scenario", "paper", "--policy", "ljf"]
+    assert _run(sys.executable, *argv).returncode == 2

@@ -21,7 +21,7 @@ from ..core.scenario import Scenario
 from ..core.simulator import PlacementPolicy, Simulator
 from ..core.snapshot import QueueSnapshot
 from ..core.validate import require_int
-from ..errors import ValidationError
+from ..errors import BacepipeError, ValidationError
 from . import config as cfg
 from . import features
 from .config import ObsScales, RewardConfig, ScenarioSource, make_placement
@@ -33,7 +33,14 @@ from .features import (
     PreemptionWindow,
 )
 from .previews import PlacementPreviewer, Preview
-from .render import RenderSnapshot, capture, render_ansi, render_rgb
+from .render import (
+    RGB_NEEDS_MATPLOTLIB,
+    RenderSnapshot,
+    capture,
+    render_ansi,
+    render_rgb,
+    rgb_available,
+)
 from .reward import RewardFn, RewardMeter, RewardScales, RewardTerms, episode_info, make_reward
 
 __all__ = [
@@ -46,7 +53,9 @@ __all__ = [
     "make_placement",
 ]
 
-_RENDER_MODES = ("ansi", "rgb_array")
+#: The modes ``metadata`` lists: ``rgb_array`` only where it can render, i.e. with matplotlib
+#: (the viz extra), since Gymnasium's check_env renders every listed mode. Found once, at import.
+_RENDER_MODES = ("ansi", "rgb_array") if rgb_available() else ("ansi",)
 _ILLEGAL = ("fallback", "raise")
 _OBSERVATIONS = ("dict", "flat", "masked")
 #: ``info=`` levels: ``lean`` (the default) carries what agents and wrappers read, ``full`` adds
@@ -124,7 +133,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             ``carbon_kg``, ``regions_down`` and the deprecated window arrays. Lean is cheaper,
             most of all through a vector env, which merges every key of every env's info.
         max_steps: truncate after this many steps (default never; ids use ``TimeLimit``).
-        render_mode: ``"ansi"`` or ``"rgb_array"``.
+        render_mode: ``"ansi"`` or ``"rgb_array"`` (needs matplotlib, the ``viz`` extra;
+            ``metadata["render_modes"]`` lists it only then).
     """
 
     metadata = {"render_modes": list(_RENDER_MODES), "render_fps": 4}  # noqa: RUF012
@@ -212,6 +222,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         if max_steps is not None:
             max_steps = require_int("max_steps", max_steps, minimum=1, exc=ValidationError)
         self.max_steps = max_steps
+        if render_mode == "rgb_array" and "rgb_array" not in _RENDER_MODES:
+            raise BacepipeError(RGB_NEEDS_MATPLOTLIB)  # at make time, not at the first frame
         self.render_mode = cfg.require_choice("render_mode", render_mode, (None, *_RENDER_MODES))
 
         q, kk, w = self.max_queue, self.max_regions, self.preempt_window

@@ -10,6 +10,7 @@ environment class.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -22,6 +23,7 @@ from ..core.units import SECONDS_PER_HOUR
 from ..errors import BacepipeError
 
 __all__ = [
+    "RGB_NEEDS_MATPLOTLIB",
     "QueueRow",
     "RenderSnapshot",
     "RunningRow",
@@ -30,10 +32,14 @@ __all__ = [
     "capture",
     "render_ansi",
     "render_rgb",
+    "rgb_available",
     "snapshot",
 ]
 
 K = TypeVar("K", bound=Hashable)
+
+#: The one-line error of ``rgb_array`` without matplotlib (the ``viz`` extra).
+RGB_NEEDS_MATPLOTLIB = "rendering rgb_array needs matplotlib: pip install 'bacepipe-env[viz]'"
 
 #: Figure size (inches) and resolution of :func:`render_rgb`: frames are 800 x 400 pixels.
 FIG_SIZE = (8.0, 4.0)
@@ -357,6 +363,18 @@ def _luminance(c: tuple[float, float, float]) -> float:
     return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2]
 
 
+def rgb_available() -> bool:
+    """Whether matplotlib can be found, so :func:`render_rgb` can draw (the ``viz`` extra).
+
+    Looks for the package without importing it (importing matplotlib takes a good fraction of a
+    second); an import hook that refuses it counts as not found.
+    """
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):  # a finder refused it, or a stub without __spec__
+        return False
+
+
 def render_rgb(snap: RenderSnapshot) -> np.ndarray:
     """A Gantt-style GPU timeline as an ``(H, W, 3)`` uint8 image (800 x 400 pixels).
 
@@ -369,9 +387,7 @@ def render_rgb(snap: RenderSnapshot) -> np.ndarray:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise BacepipeError(
-            "rendering rgb_array needs matplotlib: pip install 'bacepipe-env[viz]'"
-        ) from exc
+        raise BacepipeError(RGB_NEEDS_MATPLOTLIB) from exc
 
     h = SECONDS_PER_HOUR
     now_h = snap.time / h

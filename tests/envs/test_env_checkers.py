@@ -130,8 +130,65 @@ def test_gymnasium_env_checker(env_id, mode):
 
 @pytest.mark.parametrize("env_id", list(ENV_IDS))
 def test_gymnasium_env_checker_full(env_id):
-    """The default check_env, render modes included (metadata advertises ansi and rgb_array)."""
+    """The default check_env, render modes included (with matplotlib here, metadata lists
+    ansi and rgb_array; test_checker_passes_without_matplotlib covers a base install)."""
+    assert GeoPipeEnv.metadata["render_modes"] == ["ansi", "rgb_array"]
     gym_check_env(gym.make(env_id).unwrapped)
+
+
+# A base install (no viz extra) in a fresh interpreter: a meta-path finder refuses matplotlib
+# before bacepipe_env is imported, as if it were not installed. check_env renders every mode
+# metadata lists, so rgb_array must not be listed there; asking for it is one line at make time.
+_NO_MATPLOTLIB = """
+import json, sys, warnings
+
+class NoMatplotlib:
+    def find_spec(self, name, path=None, target=None):
+        if name == "matplotlib" or name.startswith("matplotlib."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoMatplotlib())
+import gymnasium as gym
+from gymnasium.utils.env_checker import check_env
+
+import bacepipe_env
+from bacepipe_env.envs import ENV_IDS, GeoPipeEnv
+
+rows = []
+for env_id in ENV_IDS:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(gym.make(env_id).unwrapped)  # render check included
+    rows.append([env_id, "ok", len(caught)])
+    print(env_id, "ok", len(caught), file=sys.stderr)
+try:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # gymnasium warns that the mode is not listed
+        gym.make("bacepipe_env/GeoPipe-v2", render_mode="rgb_array")
+    error = ""
+except Exception as exc:
+    error = f"{type(exc).__name__}: {exc}"
+print(json.dumps({
+    "file": bacepipe_env.__file__,
+    "render_modes": GeoPipeEnv.metadata["render_modes"],
+    "matplotlib_loaded": "matplotlib" in sys.modules,
+    "rows": rows,
+    "error": error,
+}))
+"""
+
+
+def test_checker_passes_without_matplotlib():
+    root = os.path.dirname(os.path.dirname(bacepipe_env.__file__))
+    # run in the package's checkout, so the interpreter imports this copy of bacepipe_env
+    out = _run_fresh(_NO_MATPLOTLIB, root)
+    assert out["file"] == bacepipe_env.__file__
+    assert "rgb_array" not in out["render_modes"] and "ansi" in out["render_modes"]
+    assert not out["matplotlib_loaded"]
+    assert [row[:2] for row in out["rows"]] == [[env_id, "ok"] for env_id in ENV_IDS]
+    assert out["error"].startswith("BacepipeError: ") and "\n" not in out["error"]
+    assert "bacepipe-env[viz]" in out["error"]
 
 
 @pytest.mark.parametrize("mode", list(MODES))

@@ -18,6 +18,7 @@ from bacepipe_env.envs.render import (
     assign_slots,
     render_ansi,
     render_rgb,
+    rgb_available,
     snapshot,
 )
 from bacepipe_env.errors import BacepipeError
@@ -198,6 +199,26 @@ def test_rgb_without_matplotlib_raises_a_clear_error(monkeypatch: pytest.MonkeyP
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(BacepipeError, match=r"bacepipe-env\[viz\]"):
         render_rgb(_hand_snapshot(1))
+
+
+def test_rgb_available_is_false_when_matplotlib_cannot_be_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what a blocked import looks like
+    assert not rgb_available()
+
+
+def test_rgb_array_without_matplotlib_fails_at_construction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # metadata lists rgb_array only with matplotlib; asking for it anyway is one line, now
+    # rather than at the first frame (test_env_checkers runs a real base install)
+    import bacepipe_env.envs.geopipe as geopipe
+
+    monkeypatch.setattr(geopipe, "_RENDER_MODES", ("ansi",))
+    with pytest.raises(BacepipeError, match=r"^rendering rgb_array needs matplotlib: .*\[viz\]'$"):
+        GeoPipeEnv("fig1", render_mode="rgb_array")
+    assert GeoPipeEnv("fig1", render_mode="ansi").render_mode == "ansi"
 
 
 # ------------------------------------------------------------------------ slot layout

@@ -193,7 +193,11 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
         out.append(f"  restarts         {result.n_restarts:12d}")
         out.append(f"  wasted GPU-hours {result.wasted_gpu_hours:12,.2f} GPU-h")
         out.append(f"  wasted cost      {result.wasted_cost:12,.2f} $")
-    out.append(f"  total carbon     {result.total_carbon:12,.2f} kg CO2e")
+    if result.prices == "flat" and result.total_carbon == 0 and result.records:
+        # flat carbon intensity of 0 in every region: the scenario carries no carbon data
+        out.append("  total carbon              n/a (the scenario has no carbon data)")
+    else:
+        out.append(f"  total carbon     {result.total_carbon:12,.2f} kg CO2e")
     out.append(f"  makespan         {hours(result.makespan):12.2f} h")
     out.append(f"  GPU utilisation  {100 * result.gpu_utilization:12.1f} %")
     return "\n".join(out)

@@ -185,6 +185,19 @@ def test_simulate_flat_default_prints_the_previous_numbers_and_carbon(
         assert any(line.startswith(f"  {label} ") for line in lines), label
 
 
+def test_a_scenario_without_carbon_data_prints_no_carbon_total(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """fig1's regions carry no carbon intensity (0 gCO2e/kWh under flat prices): its total is
+    not 0.00 kg, it is unknown."""
+    scenario = load_scenario("fig1")
+    assert all(c == 0 for c in scenario.cluster.carbon)
+    assert main(["simulate", "--scenario", "fig1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (carbon,) = [line for line in lines if line.startswith("  total carbon")]
+    assert carbon.split()[2:] == ["n/a", "(the", "scenario", "has", "no", "carbon", "data)"]
+
+
 def test_simulate_hourly_json_carries_the_start_hour_and_per_job_costs(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -100,6 +100,7 @@ def test_core_scheduling_and_experiments_load_neither_gymnasium_nor_torch(tmp_pa
         "bacepipe_env.experiments",
         "bacepipe_env.cli",
         "bacepipe_env.learned",
+        "bacepipe_env.train",  # evaluate_model imports gymnasium only when it plays
     ]
     procs = _run_all([_python(script.format(module=m)) for m in modules], tmp_path)
     for module, proc in zip(modules, procs):

@@ -57,6 +57,14 @@ __all__ = [
 #: (the viz extra), since Gymnasium's check_env renders every listed mode. Found once, at import.
 _RENDER_MODES = ("ansi", "rgb_array") if rgb_available() else ("ansi",)
 _ILLEGAL = ("fallback", "raise")
+#: What the first fallback of an env says (once per env instance: a learner that ignores the
+#: mask would otherwise warn every step; one fixed text, so Python's filters also show it once).
+_ILLEGAL_WARNING = (
+    "GeoPipeEnv: an illegal action was replaced by the first legal one; apply the action mask "
+    "(MaskablePPO's action_masks, bacepipe_env.train.evaluate_model or sb3_contrib's maskable "
+    "evaluate_policy), or pass illegal_action='raise' to make it an error "
+    "(info['episode_illegal_actions'] counts them)"
+)
 _OBSERVATIONS = ("dict", "flat", "masked")
 #: ``info=`` levels: ``lean`` (the default) carries what agents and wrappers read, ``full`` adds
 #: the reward's parts and scales, the emissions so far, the regions down and the deprecated
@@ -113,7 +121,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             (``{"observations": Box, "action_mask": Box}``, the layout of RLlib's action-masking
             module: the features flattened, the mask as float32 0/1).
         illegal_action: ``"fallback"`` (play the first legal action, flag
-            ``info["illegal_action"]``) or ``"raise"``.
+            ``info["illegal_action"]``, count it in the terminal
+            ``info["episode_illegal_actions"]`` and warn once per env) or ``"raise"``.
         reward: a :class:`RewardFn` (default :class:`~.reward.JctCostReward`), or its weights
             as a :class:`RewardConfig` or mapping; ``scales``: :class:`ObsScales` or mapping.
         preview: compute each visible job's placement preview (queue features 7-10, the
@@ -237,6 +246,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.previewer = PlacementPreviewer(self.placement)
         self.scenario: Scenario | None = None
         self.sim: Simulator | None = None
+        self._illegal_actions = 0  # this episode's fallbacks, for the terminal info
+        self._warned_illegal = False  # per instance, across episodes
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -259,6 +270,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.encoder.start(scenario)
         self._meter = RewardMeter(scenario)
         self._steps = 0
+        self._illegal_actions = 0
         self._next_decision()
         return self._observe(self.sim), self._info(RewardTerms())
 
@@ -272,6 +284,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         if sim.done:
             raise RuntimeError("the episode is over: call reset()")
         a, illegal = cfg.resolve_action(action, self._mask, self.illegal_action == "raise")
+        if illegal:
+            self._illegal_actions += 1
+            if not self._warned_illegal:
+                self._warned_illegal = True
+                gym.logger.warn(_ILLEGAL_WARNING)
         if a == self.max_queue:
             sim.defer()
         elif a > self.max_queue:
@@ -291,6 +308,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         info = self._info(terms)
         if terminated:
             info.update(episode_info(sim.result()))
+            info["episode_illegal_actions"] = self._illegal_actions
         return self._observe(sim), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:

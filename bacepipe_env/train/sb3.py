@@ -8,15 +8,17 @@ experiments load ``algo:path`` names through :func:`load_agent`.
 
 from __future__ import annotations
 
+import inspect
 import json
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import BacepipeError
+from ..core.validate import require_int
+from ..errors import BacepipeError, ValidationError
 from ..learned import (
     INSTALL_HINT,
     LAYOUT_KEYS,
@@ -27,12 +29,16 @@ from ..learned import (
     register_learned_loader,
 )
 
+if TYPE_CHECKING:
+    from ..envs.agents import EpisodeResult
+
 __all__ = [
     "ALGOS",
     "LAYOUT_KEYS",
     "AgentLoadError",
     "SB3Agent",
     "algo_class",
+    "evaluate_model",
     "is_learned_spec",
     "layout_kwargs",
     "load_agent",
@@ -76,23 +82,41 @@ def algo_class(algo: str) -> Any:
 class SB3Agent:
     """A trained model as an orderer. ``env_kwargs`` are the environment's constructor
     arguments the model was trained with (read from the run's ``config.json``); the
-    evaluation environment must use the same observation layout and placement."""
+    evaluation environment must use the same observation layout and placement.
+    ``deterministic`` is how :meth:`predict` plays when not told (the evaluation loop does not
+    tell it)."""
 
-    def __init__(self, model: Any, algo: str, name: str, env_kwargs: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        model: Any,
+        algo: str,
+        name: str,
+        env_kwargs: Mapping[str, Any],
+        *,
+        deterministic: bool = True,
+    ) -> None:
         self.model = model
         self.algo = algo
         self.name = name
         self.env_kwargs = dict(env_kwargs)
         self.placement = str(self.env_kwargs.get("placement", "pathfinder"))
         self.maskable = algo == "maskable_ppo"
+        self.deterministic = deterministic
 
     def reset(self, seed: int | None = None) -> None:
         """Learned policies keep no per-episode state."""
 
     def predict(
-        self, observation: Any, info: Mapping[str, Any] | None = None, *, deterministic: bool = True
+        self,
+        observation: Any,
+        info: Mapping[str, Any] | None = None,
+        *,
+        deterministic: bool | None = None,
     ) -> int:
-        """The model's action; MaskablePPO gets the action mask from ``info``."""
+        """The model's action; MaskablePPO gets the action mask from ``info``. ``deterministic``
+        None: the agent's own setting."""
+        if deterministic is None:
+            deterministic = self.deterministic
         if self.maskable:
             if info is None:
                 raise BacepipeError(f"{self.name}: MaskablePPO needs info['action_mask']")
@@ -113,6 +137,52 @@ class SB3Agent:
                     f"{self.name}: the model's {what} does not match the environment's "
                     f"(trained with {self.env_kwargs or 'unknown settings'})"
                 )
+
+
+def evaluate_model(
+    model: Any,
+    env: Any,
+    episodes: int = 10,
+    *,
+    first_seed: int = 0,
+    deterministic: bool = True,
+) -> list[EpisodeResult]:
+    """Play ``model`` on ``env`` for ``episodes`` episodes, reset with the seeds ``first_seed,
+    first_seed + 1, ...``, with the action mask applied at every step; one
+    :class:`~bacepipe_env.envs.agents.EpisodeResult` per episode (return, average JCT, cost,
+    carbon, steps, ``illegal_actions``: 0).
+
+    The entry point for a model trained with SB3 directly: it is the loop every command plays a
+    learned agent with (:class:`SB3Agent` and :func:`~bacepipe_env.envs.agents.evaluate`).
+    SB3's own ``stable_baselines3.common.evaluation.evaluate_policy`` ignores the mask, so the
+    env's fallback silently replaces the illegal actions and the score is not the model's.
+
+    ``model`` must take the mask (``predict(..., action_masks=...)``, sb3-contrib's
+    MaskablePPO); a model without it (PPO, DQN) is a one-line ValidationError. ``env`` is one
+    :class:`~bacepipe_env.envs.GeoPipeEnv`, wrapped or not (not a vector env), with the
+    observation layout the model was trained on; the id's ``TimeLimit`` can cut an episode short
+    (``env.unwrapped`` plays to the end). ``deterministic=False`` samples from torch's
+    generator: seed it (``torch.manual_seed``) to repeat the numbers."""
+    from ..envs.agents import evaluate  # gymnasium: only when a model is played
+
+    episodes = require_int("episodes", episodes, minimum=1, exc=ValidationError)
+    first_seed = require_int(
+        "first_seed", first_seed, minimum=0, maximum=2**32 - episodes, exc=ValidationError
+    )
+    if hasattr(env, "num_envs"):  # SB3's and Gymnasium's vector envs
+        raise ValidationError("env", type(env).__name__, "must be one env, not a vector env")
+    predict = getattr(model, "predict", None)
+    if predict is None or "action_masks" not in inspect.signature(predict).parameters:
+        raise ValidationError(
+            "model",
+            type(model).__name__,
+            "cannot take the action mask; train with MaskablePPO (sb3-contrib), or play it "
+            "with the env's fallback through bacepipe_env.envs.agents.evaluate",
+        )
+    name = type(model).__name__
+    agent = SB3Agent(model, "maskable_ppo", name, {}, deterministic=deterministic)
+    agent.check_env(env)
+    return evaluate(env, agent, range(first_seed, first_seed + episodes))
 
 
 def load_agent(spec: str, env_kwargs: Mapping[str, Any] | None = None) -> SB3Agent:

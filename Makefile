@@ -27,8 +27,8 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[$(EXTRAS)]'
+	$(PY) -m pip install --progress-bar off --upgrade pip
+	$(PY) -m pip install --progress-bar off -c constraints.txt -e '.[$(EXTRAS)]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -56,8 +56,8 @@ test: $(STAMP)
 # torch stays constraints.txt's 2.13.0 (ray itself needs no torch; the rllib extra adds it)
 $(RLLIB_STAMP): pyproject.toml constraints.txt
 	@test -x $(RLLIB_PY) || $(PYTHON) -m venv $(RLLIB_VENV)
-	$(RLLIB_PY) -m pip install --quiet --upgrade pip
-	$(RLLIB_PY) -m pip install --quiet -c constraints.txt 'ray[rllib]==$(RAY_VERSION)' \
+	$(RLLIB_PY) -m pip install --progress-bar off --upgrade pip
+	$(RLLIB_PY) -m pip install --progress-bar off -c constraints.txt 'ray[rllib]==$(RAY_VERSION)' \
 		-e '.[$(RLLIB_EXTRAS)]'
 	@touch $(RLLIB_STAMP)
 
@@ -122,7 +122,7 @@ installcheck:
 	cp -r pyproject.toml README.md LICENSE bacepipe_env $(CHECK)/src/
 	find $(CHECK)/src -name __pycache__ -prune -exec rm -rf {} +
 	$(PYTHON) -m venv $(CHECK)/venv
-	$(CHECK)/venv/bin/python -m pip install --quiet -c constraints.txt '$(CHECK)/src[train]'
+	$(CHECK)/venv/bin/python -m pip install --progress-bar off -c constraints.txt '$(CHECK)/src[train]'
 	cd $(CHECK)/run && ../venv/bin/bacepipe --version && ../venv/bin/python -m bacepipe_env --version
 	cd $(CHECK)/run && ! ../venv/bin/python -c 'import agents' 2>/dev/null
 	cd $(CHECK)/run && ! ../venv/bin/python -c 'import train' 2>/dev/null

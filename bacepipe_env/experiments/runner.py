@@ -241,7 +241,7 @@ def run_all(
     """
     bar = Progress(len(specs), "runs", label, force=progress is True)
     if progress is False:
-        bar.enabled = False
+        bar.quiet()
     results: list[RunSummary] = []
     if isinstance(workers, RayBackend):
         with bar:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_bar_without_label_starts_with_the_bracket() -> None:
     assert bar.render().startswith("[" + "-" * 30 + "] 0/4 seeds")
 
 
-def test_silent_on_a_non_tty_stream_by_default() -> None:
+def test_no_bar_and_no_line_within_30_s_on_a_non_tty_stream() -> None:
     stream = io.StringIO()
     with Progress(3, stream=stream) as bar:
         assert not bar.enabled
@@ -48,6 +49,41 @@ def test_silent_on_a_non_tty_stream_by_default() -> None:
             bar.update()
     assert stream.getvalue() == ""
     assert bar.done == 3
+
+
+def test_off_a_terminal_a_line_every_interval_even_without_updates() -> None:
+    """A unit of work longer than the interval still shows the run is alive: the open bar's
+    thread writes the plain line, newline-terminated, with no carriage return."""
+    stream = io.StringIO()
+    with Progress(4, "episodes", "evaluate", stream=stream, every_s=0.05) as bar:
+        time.sleep(0.3)  # no update at all
+        bar.update()
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 2, lines
+    assert "\r" not in stream.getvalue()
+    assert all(line.startswith("evaluate [") for line in lines)
+    assert lines[0].split("] ")[1].startswith("0/4 episodes")
+
+
+def test_off_a_terminal_updates_write_a_line_once_the_interval_passed() -> None:
+    stream = io.StringIO()
+    bar = Progress(3, "steps", "train", stream=stream, every_s=0.0)  # not a context manager
+    bar.update()
+    bar.update()
+    assert [line.split("] ")[1][:9] for line in stream.getvalue().splitlines()] == [
+        "1/3 steps",
+        "2/3 steps",
+    ]
+    bar.close()
+
+
+def test_quiet_writes_nothing_anywhere() -> None:
+    stream = io.StringIO()
+    with Progress(2, stream=stream, every_s=0.01) as bar:
+        bar.quiet()
+        time.sleep(0.05)
+        bar.update()
+    assert stream.getvalue() == ""
 
 
 def test_draws_on_a_tty_by_default() -> None:

@@ -107,11 +107,13 @@ def placement_cases() -> st.SearchStrategy[
 
 
 def _tensorboard_plugin(logdir: object, plugin: str, route: str) -> object:
-    """A werkzeug client of a TensorBoard plugin's route (``hparams`` or ``custom_scalars``),
+    """A werkzeug client of a TensorBoard plugin's route (``hparams``, ``custom_scalars`` or
+    ``core``, whose ``/data/runs`` is the run list in the order the browser colours it),
     served from ``logdir`` the way ``tensorboard --logdir`` reads it (no server, no mocks)."""
     from tensorboard.backend.event_processing.data_provider import MultiplexerDataProvider
     from tensorboard.backend.event_processing.plugin_event_multiplexer import EventMultiplexer
     from tensorboard.plugins import base_plugin
+    from tensorboard.plugins.core.core_plugin import CorePlugin
     from tensorboard.plugins.custom_scalar.custom_scalars_plugin import CustomScalarsPlugin
     from tensorboard.plugins.hparams.hparams_plugin import HParamsPlugin
     from werkzeug.test import Client
@@ -121,7 +123,9 @@ def _tensorboard_plugin(logdir: object, plugin: str, route: str) -> object:
     mux.Reload()
     provider = MultiplexerDataProvider(mux, str(logdir))
     ctx = base_plugin.TBContext(logdir=str(logdir), data_provider=provider, multiplexer=mux)
-    cls = {"hparams": HParamsPlugin, "custom_scalars": CustomScalarsPlugin}[plugin]
+    cls = {"hparams": HParamsPlugin, "custom_scalars": CustomScalarsPlugin, "core": CorePlugin}[
+        plugin
+    ]
     return Client(cls(ctx).get_plugin_apps()[route], Response)
 
 

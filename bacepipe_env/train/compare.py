@@ -6,14 +6,23 @@
 
 The learned runs under ``--logdir`` are the folders with a ``config.json`` written by
 ``train.learn``, at any depth (``--run-name learned/geopipe/mppo-s0`` nests one). For each
-(environment, held-out set) among them this evaluates every heuristic policy once on exactly
-those episodes, however many learned runs share them, and writes its ``eval/avg_jct_h``,
+(environment, held-out set) among them this evaluates every heuristic an agent of that
+environment can play (:func:`~bacepipe_env.experiments.headroom.env_heuristics`: the waiting
+ones too, so the environment's best heuristic is always among them; ``--policies`` chooses
+others) once on exactly those episodes, however many learned runs share them, and writes its
+``eval/avg_jct_h``,
 ``eval/total_cost_usd``, ``eval/carbon_kg`` and ``eval/return`` at every step where one of
 those runs was evaluated, as a run of its own: ``{logdir}/heuristics/{env}/{policy}``. Each
 heuristic run is an HParams session (``algo`` = ``heuristic``) beside the learned runs', and
 carries a custom-scalars layout that draws the learned curves and the heuristics' flat lines
 on one chart per metric (TensorBoard's Custom Scalars tab). A table of the latest evaluations
-is printed and saved as ``{logdir}/comparison.csv``.
+is printed and saved as ``{logdir}/comparison.csv``; its last lines put each learned run's
+mean JCT against the best heuristic's on the same episodes.
+
+The heuristic runs are written best first (lowest mean JCT), so in TensorBoard's run list,
+which is ordered by start time, they follow the learned runs: TensorBoard colours a run by its
+place in that list, cycling through 7 colours, so the learned runs and the best heuristics get
+distinct colours and only runs 7 or more places apart share one.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from ..envs.agents import agent_env_kwargs, evaluate, make_agent
 from ..envs.registration import ENV_IDS
 from ..errors import BacepipeError, OneLineParser
+from ..experiments.headroom import env_heuristics
 from ..experiments.stats import estimate
 from ..experiments.summary import write_csv
 from ..experiments.tensorboard import Category, Chart, ScalarWriter, run_component
@@ -39,8 +49,18 @@ from ..policies.registry import split_policies
 from .config import env_slug
 from .sb3 import load_agent
 
-__all__ = ["HEURISTICS", "HEURISTICS_DIR", "LAYOUT", "compare", "learned_runs", "main"]
+__all__ = [
+    "HEURISTICS",
+    "HEURISTICS_DIR",
+    "LAYOUT",
+    "compare",
+    "learned_runs",
+    "main",
+    "standing",
+]
 
+#: The paper's heuristics (the default of ``--policies`` before it became every heuristic of
+#: the environment, :func:`~bacepipe_env.experiments.headroom.env_heuristics`).
 HEURISTICS = ("bace-pipe", "fcfs", "sjf", "lcf", "ldf", "cr-lcf", "cr-ldf")
 _TAGS = ("avg_jct_h", "total_cost_usd", "carbon_kg", "return")
 #: The folder (under ``--logdir``) of the heuristic runs; train.compare owns it.
@@ -149,10 +169,22 @@ def _clear_heuristics(logdir: Path) -> None:
 
 
 def compare(
-    logdir: Path, policies: list[str], env_id: str | None = None, seeds: list[int] | None = None
+    logdir: Path,
+    policies: list[str] | None = None,
+    env_id: str | None = None,
+    seeds: list[int] | None = None,
 ) -> list[dict[str, Any]]:
     """Write the heuristic runs, once per (environment, held-out set), and return one summary
-    row per (environment, held-out set, policy) and per learned run."""
+    row per (environment, held-out set, policy) and per learned run. ``policies`` None: each
+    environment's own heuristics (:func:`~bacepipe_env.experiments.headroom.env_heuristics`)."""
+    return [row for group in _compare(logdir, policies, env_id, seeds) for row in group]
+
+
+def _compare(
+    logdir: Path, policies: list[str] | None, env_id: str | None, seeds: list[int] | None
+) -> list[list[dict[str, Any]]]:
+    """:func:`compare`'s rows, one list per (environment, held-out set): its heuristics' rows
+    (in the order evaluated), then its learned runs'."""
     groups: dict[_Key, dict[str, Any]] = {}
     for run_dir, data in learned_runs(logdir):
         key = (data["env_id"], _episode_settings(data["env_kwargs"]), tuple(data["eval_seeds"]))
@@ -164,13 +196,14 @@ def compare(
         groups.setdefault(key, {"runs": [], "steps": {0}})
     _clear_heuristics(logdir)
     names = _env_names(list(groups))
-    rows = []
+    out = []
     for (gid, kw_json, eval_seeds), group in groups.items():
         env_kwargs = json.loads(kw_json)
         steps = sorted(group["steps"]) or [0]
         # with preempt actions a preemptive heuristic plays its rule itself
         preempt = bool({**ENV_IDS.get(gid, {}), **env_kwargs}.get("preempt_window"))
-        for policy in policies:
+        evaluated = []
+        for policy in env_heuristics(gid) if policies is None else policies:
             agent = make_agent(policy)
             # its placement, admission rule and preemption rule
             kwargs = {**env_kwargs, **agent_env_kwargs(policy, preempt_actions=preempt)}
@@ -182,50 +215,102 @@ def compare(
                 "carbon_kg": [r.carbon_kg for r in results],
                 "return": [r.episode_return for r in results],
             }
-            # An environment without carbon figures gets no carbon line (nor chart).
-            logged = [t for t in _TAGS if not any(math.isnan(v) for v in values[t])]
-            run = logdir / HEURISTICS_DIR / names[(gid, kw_json, eval_seeds)]
-            with ScalarWriter(run / run_component(policy)) as writer:
-                hparams: dict[str, str | float] = {
-                    "algo": "heuristic",
-                    "policy": policy,
-                    "env_id": gid,
-                    "placement": agent.placement,
-                    "n_eval": len(eval_seeds),
-                    "eval_seed": int(eval_seeds[0]),
-                }
-                writer.add_hparams(hparams)
-                writer.add_text(
-                    "hparams_text",
-                    "| parameter | value |\n|---|---|\n"
-                    + "\n".join(f"| {k} | {v} |" for k, v in hparams.items()),
-                )
-                writer.add_custom_scalars(_layout(logged))
-                # The constant at every learned evaluation step: a flat line across the curves.
-                for step in steps:
-                    for tag in logged:
-                        writer.add_scalar(f"eval/{tag}", float(np.mean(values[tag])), step)
-            jct, cost = estimate(values["avg_jct_h"]), estimate(values["total_cost_usd"])
-            carbon = estimate(values["carbon_kg"])
-            rows.append(
-                {
-                    "env_id": gid,
-                    "policy": policy,
-                    "n_eval": len(eval_seeds),
-                    "avg_jct_h": jct.mean,
-                    "avg_jct_h_ci95": jct.ci95,
-                    "total_cost_usd": cost.mean,
-                    "total_cost_usd_ci95": cost.ci95,
-                    "carbon_kg": carbon.mean,
-                    "carbon_kg_ci95": carbon.ci95,
-                    "return": float(np.mean(values["return"])),
-                }
+            evaluated.append((policy, agent.placement, values))
+        run = logdir / HEURISTICS_DIR / names[(gid, kw_json, eval_seeds)]
+        # Best first (ties: the order evaluated): TensorBoard lists runs by start time and
+        # colours them by that place, so the best heuristics take the colours right after
+        # the learned runs' (see the module docstring).
+        for policy, placement, values in sorted(
+            evaluated, key=lambda e: float(np.mean(e[2]["avg_jct_h"]))
+        ):
+            _write_heuristic(
+                run / run_component(policy), policy, placement, gid, eval_seeds, values, steps
             )
+        rows = [
+            _heuristic_row(gid, policy, len(eval_seeds), values) for policy, _, values in evaluated
+        ]
         for run_dir, data in group["runs"]:
             row = _learned_row(logdir, run_dir, data)
             if row is not None:
                 rows.append(row)
-    return rows
+        out.append(rows)
+    return out
+
+
+def _write_heuristic(
+    run_dir: Path,
+    policy: str,
+    placement: str,
+    env_id: str,
+    eval_seeds: tuple[int, ...],
+    values: dict[str, list[float]],
+    steps: list[int],
+) -> None:
+    """One heuristic's run: an HParams session, the layout, and its held-out means as flat
+    lines at the learned runs' evaluation steps."""
+    # An environment without carbon figures gets no carbon line (nor chart).
+    logged = [t for t in _TAGS if not any(math.isnan(v) for v in values[t])]
+    with ScalarWriter(run_dir) as writer:
+        hparams: dict[str, str | float] = {
+            "algo": "heuristic",
+            "policy": policy,
+            "env_id": env_id,
+            "placement": placement,
+            "n_eval": len(eval_seeds),
+            "eval_seed": int(eval_seeds[0]),
+        }
+        writer.add_hparams(hparams)
+        writer.add_text(
+            "hparams_text",
+            "| parameter | value |\n|---|---|\n"
+            + "\n".join(f"| {k} | {v} |" for k, v in hparams.items()),
+        )
+        writer.add_custom_scalars(_layout(logged))
+        # The constant at every learned evaluation step: a flat line across the curves.
+        for step in steps:
+            for tag in logged:
+                writer.add_scalar(f"eval/{tag}", float(np.mean(values[tag])), step)
+
+
+def _heuristic_row(
+    env_id: str, policy: str, n_eval: int, values: dict[str, list[float]]
+) -> dict[str, Any]:
+    jct, cost = estimate(values["avg_jct_h"]), estimate(values["total_cost_usd"])
+    carbon = estimate(values["carbon_kg"])
+    return {
+        "env_id": env_id,
+        "policy": policy,
+        "n_eval": n_eval,
+        "avg_jct_h": jct.mean,
+        "avg_jct_h_ci95": jct.ci95,
+        "total_cost_usd": cost.mean,
+        "total_cost_usd_ci95": cost.ci95,
+        "carbon_kg": carbon.mean,
+        "carbon_kg_ci95": carbon.ci95,
+        "return": float(np.mean(values["return"])),
+    }
+
+
+def standing(rows: list[dict[str, Any]], complete: bool = True) -> list[str]:
+    """One line per learned row of one (environment, held-out set): its mean JCT against the
+    best (lowest mean JCT) heuristic row's, the same numbers the table prints.
+    ``complete`` False: the heuristics are not all of the environment's, and the line says so."""
+    heuristics = [r for r in rows if not r["policy"].startswith("learned:")]
+    if not heuristics:
+        return []
+    best = min(heuristics, key=lambda r: r["avg_jct_h"])  # ties: the earlier row
+    which = (
+        "the best heuristic here"
+        if complete
+        else f"the best of the {len(heuristics)} heuristics given"
+    )
+    return [
+        f"learned {r['policy'].removeprefix('learned:')}: {r['avg_jct_h']:.2f} h, "
+        f"{r['avg_jct_h'] / best['avg_jct_h']:.3f}x {best['policy']} "
+        f"({which}, {best['avg_jct_h']:.2f} h)"
+        for r in rows
+        if r["policy"].startswith("learned:")
+    ]
 
 
 def _learned_row(logdir: Path, run_dir: Path, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -259,16 +344,19 @@ def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -
     parser = OneLineParser(prog=prog, description=__doc__)
     parser.add_argument("--logdir", default="runs", help="folder of train.learn runs")
     parser.add_argument(
-        "--policies", default=",".join(HEURISTICS), help="comma-separated heuristic policies"
+        "--policies",
+        default=None,
+        help="comma-separated heuristic policies (default: every heuristic an agent of the "
+        "environment can play, waiting ones included; `bacepipe headroom` uses the same)",
     )
     parser.add_argument(
         "--env-id", default=None, help="also evaluate on this id when no learned run uses it"
     )
     args = parser.parse_args(argv)
     logdir = Path(args.logdir)
-    policies = split_policies(args.policies)
+    policies = None if args.policies is None else split_policies(args.policies)
     try:
-        for p in policies:
+        for p in policies or []:
             make_agent(p)
     except BacepipeError as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
@@ -278,7 +366,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -
             f"{parser.prog}: error: no train.learn runs under {logdir}; "
             "train first or give --env-id\n",
         )
-    rows = compare(logdir, policies, args.env_id)
+    groups = _compare(logdir, policies, args.env_id, None)
+    rows = [row for group in groups for row in group]
     out = logdir / "comparison.csv"
     write_csv(out, rows)
     width = max(len(r["policy"]) for r in rows)
@@ -290,6 +379,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -
             f"  return {r['return']:8.4f}"
         )
     print(f"\nwrote {out}\nTensorBoard: tensorboard --logdir {logdir}")
+    lines = []
+    for group in groups:
+        env = group[0]["env_id"]
+        complete = policies is None or set(env_heuristics(env)) <= set(policies)
+        lines += standing(group, complete)
+    if lines:
+        print("\n".join(lines))
     return 0
 
 

@@ -73,12 +73,15 @@ def compared(tiny: TinyRun, tmp_path_factory: pytest.TempPathFactory) -> dict[st
     empty, fig1 = tmp / "empty", tmp / "fig1"
     empty.mkdir()
     fig1.mkdir()
-    first, env_id, two_sets, no_runs, bad_policy = run_many(
+    default = tmp / "default"  # no --policies: every heuristic of the env
+    shutil.copytree(tiny.run_dir, default / "tiny")
+    first, env_id, two_sets, no_runs, bad_policy, by_default = run_many(
         ("-m", "train.compare", "--logdir", str(logdir), "--policies", ",".join(POLICIES)),
         ("-m", "train.compare", "--logdir", str(fig1), "--env-id", FIG1_ID, "--policies", "fcfs"),
         ("-m", "train.compare", "--logdir", str(two), "--policies", "fcfs"),
         ("-m", "train.compare", "--logdir", str(empty), "--policies", "bace-pipe"),
         ("-m", "train.compare", "--logdir", str(logdir), "--policies", "bace-pipe,nope"),
+        ("-m", "train.compare", "--logdir", str(default)),
     )
     assert first.returncode == 0, first.stderr
     events_after_first = sorted(p.name for p in (logdir / HEURISTICS).rglob("events.out.*"))
@@ -96,6 +99,8 @@ def compared(tiny: TinyRun, tmp_path_factory: pytest.TempPathFactory) -> dict[st
         "no_runs": no_runs,
         "empty": empty,
         "bad_policy": bad_policy,
+        "default": default,
+        "by_default": by_default,
     }
 
 
@@ -323,3 +328,96 @@ def test_a_preemptive_heuristic_plays_its_rule_on_the_preempt_id(tmp_path: Path)
     direct = make_policy("sjf+finish-aware+srtf").simulate(env.unwrapped.scenario)
     assert direct.n_preemptions > 0
     assert row["avg_jct_h"] == pytest.approx(direct.avg_jct / 3600, rel=1e-12)
+
+
+def _csv_rows(logdir: Path) -> list[dict[str, str]]:
+    with open(logdir / "comparison.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_by_default_every_heuristic_of_the_env_is_drawn(
+    tiny: TinyRun, compared: dict[str, Any]
+) -> None:
+    """Without --policies the heuristics are env_heuristics(env_id), the waiting ones
+    included (the list bacepipe headroom takes the best heuristic from)."""
+    from bacepipe_env.experiments.headroom import env_heuristics
+    from bacepipe_env.experiments.tensorboard import run_component
+
+    proc = compared["by_default"]
+    assert proc.returncode == 0, proc.stderr
+    want = env_heuristics(tiny.config["env_id"])
+    assert "sjf+finish-aware" in want  # a waiting heuristic, left out before
+    rows = _csv_rows(compared["default"])
+    assert [r["policy"] for r in rows] == [*want, "learned:tiny"]
+    assert _runs(compared["default"]) == sorted(
+        ["tiny", *(f"heuristics/geopipe/{run_component(p)}" for p in want)]
+    )
+
+
+def _standing(rows: list[dict[str, str]], which: str) -> str:
+    """The last line train.compare should print, recomputed from comparison.csv."""
+    heuristics = [r for r in rows if not r["policy"].startswith("learned:")]
+    best = min(heuristics, key=lambda r: float(r["avg_jct_h"]))
+    (learned,) = [r for r in rows if r["policy"] == "learned:tiny"]
+    jct, ref = float(learned["avg_jct_h"]), float(best["avg_jct_h"])
+    return f"learned tiny: {jct:.2f} h, {jct / ref:.3f}x {best['policy']} ({which}, {ref:.2f} h)"
+
+
+def test_summary_ends_with_the_learned_run_against_the_best_heuristic(
+    compared: dict[str, Any],
+) -> None:
+    out = compared["by_default"].stdout.rstrip("\n").splitlines()
+    want = _standing(_csv_rows(compared["default"]), "the best heuristic here")
+    assert out[-1] == want, out[-3:]
+    # --policies that leave some of the env's heuristics out: the line says so
+    first = compared["first"].stdout.rstrip("\n").splitlines()
+    assert first[-1] == _standing(
+        _csv_rows(compared["logdir"]), "the best of the 2 heuristics given"
+    ), first[-3:]
+
+
+def test_best_heuristics_follow_the_learned_run_in_tensorboards_run_list(
+    compared: dict[str, Any], tensorboard_plugin: Any
+) -> None:
+    """TensorBoard lists runs by start time and colours each by its place in the list,
+    cycling through 7 colours: the heuristic runs are written best first, so the learned
+    run and the six best heuristics get seven different colours."""
+    logdir: Path = compared["default"]
+    runs = tensorboard_plugin(logdir, "core", "/data/runs").get("/").get_json()
+    jct = {r["policy"]: float(r["avg_jct_h"]) for r in _csv_rows(logdir)}
+    assert runs[0] == "tiny", runs
+    heuristic_jct = [jct[next(p for p in jct if run.endswith("/" + p))] for run in runs[1:]]
+    assert heuristic_jct == sorted(heuristic_jct), runs
+    best = min((p for p in jct if not p.startswith("learned:")), key=jct.__getitem__)
+    assert runs[1] == f"heuristics/geopipe/{best}", runs
+
+
+@pytest.mark.parametrize("folder", ["default", "fig1"])
+def test_total_cost_is_a_shown_hparams_column(
+    compared: dict[str, Any], tensorboard_plugin: Any, folder: str
+) -> None:
+    """The HParams tab ticks the first five metric columns of the experiment TensorBoard
+    serves: with a learned run (whose SB3 session declares the eval metrics) and without
+    (--env-id: the metrics are the heuristics' scalar tags), the total cost is among them."""
+    client = tensorboard_plugin(compared[folder], "hparams", "/experiment")
+    resp = client.post(
+        "/", data=json.dumps({"experimentName": ""}), content_type="application/json"
+    )
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    metrics = [m["name"]["tag"] for m in resp.get_json()["metricInfos"]]
+    assert "eval/total_cost_usd" in metrics[:5], metrics
+    assert "eval/avg_jct_h" in metrics[:5], metrics
+
+
+def test_the_best_heuristic_line_is_drawn_at_its_value(compared: dict[str, Any]) -> None:
+    """The env's best heuristic is a line of the JCT chart, at the learned run's steps, with
+    the mean the table prints (what keeps a learned run that only matches it in the chart's
+    y-range, TensorBoard drawing the 5%-95% range of all points by default)."""
+    logdir: Path = compared["default"]
+    rows = _csv_rows(logdir)
+    best = min(
+        (r for r in rows if r["policy"] != "learned:tiny"), key=lambda r: float(r["avg_jct_h"])
+    )
+    events = accumulator(logdir / HEURISTICS / best["policy"]).Scalars("eval/avg_jct_h")
+    assert [e.step for e in events] == [0, 128, 256]
+    assert {e.value for e in events} == {f32(float(best["avg_jct_h"]))}

@@ -43,6 +43,11 @@ def _env(tmp: Path) -> dict[str, str]:
     return env
 
 
+def _run(argv: list[str], tmp: Path) -> subprocess.CompletedProcess[str]:
+    """``argv`` in the scratch folder ``tmp``, its output captured."""
+    return subprocess.run(argv, cwd=tmp, env=_env(tmp), capture_output=True, text=True, timeout=600)
+
+
 def _pages_with(lang: str) -> list[Path]:
     return [p for p in PAGES if any(b[0] == lang and b[2] is None for b in _blocks(p))]
 
@@ -59,14 +64,7 @@ def test_the_python_blocks_of_a_page_run(page: Path, tmp_path: Path) -> None:
     code = "\n".join(
         body for lang, body, why, _ in _blocks(page) if lang == "python" and why is None
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = _run([sys.executable, "-c", code], tmp_path)
     assert proc.returncode == 0, f"{page.name}:\n{proc.stderr[-3000:]}"
 
 
@@ -80,12 +78,5 @@ _BASH = [
 
 @pytest.mark.parametrize(("page", "line", "body"), _BASH)
 def test_a_bash_block_runs(page: Path, line: int, body: str, tmp_path: Path) -> None:
-    proc = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", body],
-        cwd=tmp_path,
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc = _run(["bash", "-e", "-o", "pipefail", "-c", body], tmp_path)
     assert proc.returncode == 0, f"{page.name}:{line}:\n{proc.stderr[-3000:]}"

@@ -209,12 +209,7 @@ def _compare(
             kwargs = {**env_kwargs, **agent_env_kwargs(policy, preempt_actions=preempt)}
             env = gym.make(gid, **kwargs).unwrapped
             results = evaluate(env, agent, list(eval_seeds))
-            values = {
-                "avg_jct_h": [r.avg_jct_h for r in results],
-                "total_cost_usd": [r.total_cost_usd for r in results],
-                "carbon_kg": [r.carbon_kg for r in results],
-                "return": [r.episode_return for r in results],
-            }
+            values = _values(results)
             evaluated.append((policy, agent.placement, values))
         run = logdir / HEURISTICS_DIR / names[(gid, kw_json, eval_seeds)]
         # Best first (ties: the order evaluated): TensorBoard lists runs by start time and
@@ -272,9 +267,21 @@ def _write_heuristic(
                 writer.add_scalar(f"eval/{tag}", float(np.mean(values[tag])), step)
 
 
+def _values(results: list[Any]) -> dict[str, list[float]]:
+    """Each tag's per-episode values of evaluated episodes (``EpisodeResult``)."""
+    return {
+        "avg_jct_h": [r.avg_jct_h for r in results],
+        "total_cost_usd": [r.total_cost_usd for r in results],
+        "carbon_kg": [r.carbon_kg for r in results],
+        "return": [r.episode_return for r in results],
+    }
+
+
 def _heuristic_row(
     env_id: str, policy: str, n_eval: int, values: dict[str, list[float]]
 ) -> dict[str, Any]:
+    """A table row: the means over the held-out episodes of ``values`` (per-episode lists of
+    each tag), with 95% CIs; a learned run's row is made the same way."""
     jct, cost = estimate(values["avg_jct_h"]), estimate(values["total_cost_usd"])
     carbon = estimate(values["carbon_kg"])
     return {
@@ -322,21 +329,9 @@ def _learned_row(logdir: Path, run_dir: Path, data: dict[str, Any]) -> dict[str,
     agent = load_agent(f"{data['algo']}:{model}")
     env = gym.make(data["env_id"], **data["env_kwargs"]).unwrapped
     results = evaluate(env, agent, list(data["eval_seeds"]))
-    jct = estimate([r.avg_jct_h for r in results])
-    cost = estimate([r.total_cost_usd for r in results])
-    carbon = estimate([r.carbon_kg for r in results])
-    return {
-        "env_id": data["env_id"],
-        "policy": f"learned:{run_dir.relative_to(logdir).as_posix()}",
-        "n_eval": len(results),
-        "avg_jct_h": jct.mean,
-        "avg_jct_h_ci95": jct.ci95,
-        "total_cost_usd": cost.mean,
-        "total_cost_usd_ci95": cost.ci95,
-        "carbon_kg": carbon.mean,
-        "carbon_kg_ci95": carbon.ci95,
-        "return": float(np.mean([r.episode_return for r in results])),
-    }
+    values = _values(results)
+    name = f"learned:{run_dir.relative_to(logdir).as_posix()}"
+    return _heuristic_row(data["env_id"], name, len(results), values)
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -> int:

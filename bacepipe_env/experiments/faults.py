@@ -323,12 +323,24 @@ def _chart(data: FaultRuns, path: Path) -> Path:
     positive = [x for x in data.rates if x > 0]
     zero_at = (min(positive) if positive else 1e-5) / 10
     xs = [x if x > 0 else zero_at for x in data.rates]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), dpi=120)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), dpi=120)
     markers = "osD^v<>pPX*h"
+    drawn: dict[tuple[tuple[float, ...], tuple[float, ...]], str] = {}
     for i, p in enumerate(data.policies):
-        style = {"marker": markers[i % len(markers)], "markersize": 4, "linewidth": 1}
-        axes[0].plot(xs, [data.mean(x, p, _jct) for x in data.rates], label=p, **style)
-        axes[1].plot(xs, [data.mean(x, p, _cost) for x in data.rates], **style)
+        jct = tuple(data.mean(x, p, _jct) for x in data.rates)
+        cost = tuple(data.mean(x, p, _cost) for x in data.rates)
+        style: dict[str, object] = {
+            "marker": markers[i % len(markers)],
+            "markersize": 4,
+            "linewidth": 1,
+        }
+        label = p
+        same = drawn.setdefault((jct, cost), p)
+        if same != p:  # the very same schedule as a policy drawn before: show both lines
+            style.update(linestyle="--", markerfacecolor="none", markersize=7)
+            label = f"{p} (= {same})"
+        axes[0].plot(xs, jct, label=label, **style)
+        axes[1].plot(xs, cost, **style)
     axes[0].set_ylabel("mean JCT (h), mean over seeds")
     axes[1].set_ylabel("total cost ($), mean over seeds")
     for ax in axes:
@@ -339,9 +351,10 @@ def _chart(data: FaultRuns, path: Path) -> Path:
         ax.set_xlabel("GPU failures per GPU-hour")
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="center right", frameon=False, fontsize=8)
+    fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8)
     fig.suptitle(f"{data.scenario}: GPU failures, {len(data.seeds)} seeds", fontsize=10)
-    fig.tight_layout(rect=(0.0, 0.0, 0.87, 1.0))
+    rows = -(-len(labels) // 4)  # the legend's rows, below the panels
+    fig.tight_layout(rect=(0.0, 0.06 * rows, 1.0, 1.0))
     save_figure(fig, path)
     plt.close(fig)
     return path

@@ -118,8 +118,9 @@ def geopipe_spec(env_id: str) -> tuple[type[GeoPipeEnv], dict[str, Any]] | None:
 
     if env_id in ENV_IDS:
         return GeoPipeEnv, dict(ENV_IDS[env_id])
-    from gymnasium.envs.registration import load_env_creator, registry
+    from gymnasium.envs import registration as gym_registration
 
+    registry = gym_registration.registry
     spec = registry.get(env_id)
     if spec is None:
         from ..plugins import load_plugins
@@ -130,12 +131,12 @@ def geopipe_spec(env_id: str) -> tuple[type[GeoPipeEnv], dict[str, Any]] | None:
         return None
     creator: Any
     try:
-        creator = (
-            load_env_creator(spec.entry_point)
-            if isinstance(spec.entry_point, str)
-            else spec.entry_point
+        # load_env_creator in gymnasium 1.x; load_env, its older name, where a pin has that
+        load: Any = getattr(gym_registration, "load_env_creator", None) or getattr(
+            gym_registration, "load_env", None
         )
-    except (ImportError, AttributeError, ValueError):
+        creator = load(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
+    except (ImportError, AttributeError, TypeError, ValueError):
         return None  # an entry point that does not load is no GeoPipeEnv
     if isinstance(creator, type) and issubclass(creator, GeoPipeEnv):
         return creator, dict(spec.kwargs)

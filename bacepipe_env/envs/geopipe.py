@@ -21,7 +21,7 @@ from ..core.scenario import Scenario
 from ..core.simulator import PlacementPolicy, Simulator
 from ..core.snapshot import QueueSnapshot
 from ..core.validate import require_int
-from ..errors import BacepipeError, ValidationError
+from ..errors import ValidationError
 from . import config as cfg
 from . import features
 from .config import ObsScales, RewardConfig, ScenarioSource, make_placement
@@ -34,7 +34,6 @@ from .features import (
 )
 from .previews import PlacementPreviewer, Preview
 from .render import (
-    RGB_NEEDS_MATPLOTLIB,
     RenderSnapshot,
     capture,
     render_ansi,
@@ -56,6 +55,8 @@ __all__ = [
 #: The modes ``metadata`` lists: ``rgb_array`` only where it can render, i.e. with matplotlib
 #: (the viz extra), since Gymnasium's check_env renders every listed mode. Found once, at import.
 _RENDER_MODES = ("ansi", "rgb_array") if rgb_available() else ("ansi",)
+#: The modes the constructor accepts, whatever is installed.
+RENDER_MODES = ("ansi", "rgb_array")
 _ILLEGAL = ("fallback", "raise")
 #: What the first fallback of an env says (once per env instance: a learner that ignores the
 #: mask would otherwise warn every step; one fixed text, so Python's filters also show it once).
@@ -142,8 +143,9 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             ``carbon_kg``, ``regions_down`` and the deprecated window arrays. Lean is cheaper,
             most of all through a vector env, which merges every key of every env's info.
         max_steps: truncate after this many steps (default never; ids use ``TimeLimit``).
-        render_mode: ``"ansi"`` or ``"rgb_array"`` (needs matplotlib, the ``viz`` extra;
-            ``metadata["render_modes"]`` lists it only then).
+        render_mode: ``"ansi"`` or ``"rgb_array"`` (its frames need matplotlib, the ``viz``
+            extra; ``metadata["render_modes"]`` lists it only then, and without it
+            ``render()`` raises a one-line :class:`BacepipeError`).
     """
 
     metadata = {"render_modes": list(_RENDER_MODES), "render_fps": 4}  # noqa: RUF012
@@ -231,9 +233,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         if max_steps is not None:
             max_steps = require_int("max_steps", max_steps, minimum=1, exc=ValidationError)
         self.max_steps = max_steps
-        if render_mode == "rgb_array" and "rgb_array" not in _RENDER_MODES:
-            raise BacepipeError(RGB_NEEDS_MATPLOTLIB)  # at make time, not at the first frame
-        self.render_mode = cfg.require_choice("render_mode", render_mode, (None, *_RENDER_MODES))
+        # rgb_array is accepted without matplotlib (Gymnasium warns that metadata does not list
+        # it): SB3's make_vec_env asks for it by default and never renders; render() is then
+        # the one-line error naming the extra
+        self.render_mode = cfg.require_choice("render_mode", render_mode, (None, *RENDER_MODES))
 
         q, kk, w = self.max_queue, self.max_regions, self.preempt_window
         # the wait also declines a preemption: with preempt actions it is there either way

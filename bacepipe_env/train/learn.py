@@ -367,7 +367,8 @@ def _train_in(cfg: TrainConfig, run_dir: Path, resume: str) -> tuple[Path, list[
         n_envs=cfg.n_envs,
         seed=cfg.seed,
         vec_env_cls=vec_cls,
-        env_kwargs=cfg.resolved_env_kwargs(),
+        # make_vec_env asks for rgb_array unless told: training draws no frames
+        env_kwargs={"render_mode": None, **cfg.resolved_env_kwargs()},
         wrapper_class=_in_worker,
         wrapper_kwargs={
             "worker": cfg.n_envs > 1,

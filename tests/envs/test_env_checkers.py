@@ -138,7 +138,8 @@ def test_gymnasium_env_checker_full(env_id):
 
 # A base install (no viz extra) in a fresh interpreter: a meta-path finder refuses matplotlib
 # before bacepipe_env is imported, as if it were not installed. check_env renders every mode
-# metadata lists, so rgb_array must not be listed there; asking for it is one line at make time.
+# metadata lists, so rgb_array must not be listed there; asking for it is accepted (SB3's
+# make_vec_env does by default) and a frame is one line.
 _NO_MATPLOTLIB = """
 import json, sys, warnings
 
@@ -162,10 +163,17 @@ for env_id in ENV_IDS:
         check_env(gym.make(env_id).unwrapped)  # render check included
     rows.append([env_id, "ok", len(caught)])
     print(env_id, "ok", len(caught), file=sys.stderr)
+# SB3's make_vec_env asks for rgb_array by default: the env is made and plays, and only a
+# frame is the one-line error
+from stable_baselines3.common.env_util import make_vec_env
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # gymnasium warns that the mode is not listed
+    venv = make_vec_env("bacepipe_env/GeoPipe-v2", n_envs=1, seed=0)
+venv.reset()
+venv.step([int(venv.env_method("action_masks")[0].argmax())])
 try:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # gymnasium warns that the mode is not listed
-        gym.make("bacepipe_env/GeoPipe-v2", render_mode="rgb_array")
+    venv.envs[0].unwrapped.render()
     error = ""
 except Exception as exc:
     error = f"{type(exc).__name__}: {exc}"
@@ -174,6 +182,7 @@ print(json.dumps({
     "render_modes": GeoPipeEnv.metadata["render_modes"],
     "matplotlib_loaded": "matplotlib" in sys.modules,
     "rows": rows,
+    "vec_render_mode": venv.envs[0].unwrapped.render_mode,
     "error": error,
 }))
 """
@@ -187,6 +196,7 @@ def test_checker_passes_without_matplotlib():
     assert "rgb_array" not in out["render_modes"] and "ansi" in out["render_modes"]
     assert not out["matplotlib_loaded"]
     assert [row[:2] for row in out["rows"]] == [[env_id, "ok"] for env_id in ENV_IDS]
+    assert out["vec_render_mode"] == "rgb_array"  # what make_vec_env asked for, accepted
     assert out["error"].startswith("BacepipeError: ") and "\n" not in out["error"]
     assert "bacepipe-env[viz]" in out["error"]
 

@@ -21,7 +21,7 @@ from bacepipe_env.envs.render import (
     rgb_available,
     snapshot,
 )
-from bacepipe_env.errors import BacepipeError
+from bacepipe_env.errors import BacepipeError, ValidationError
 
 
 def _play_to_end(env: GeoPipeEnv) -> int:
@@ -208,17 +208,23 @@ def test_rgb_available_is_false_when_matplotlib_cannot_be_found(
     assert not rgb_available()
 
 
-def test_rgb_array_without_matplotlib_fails_at_construction(
+def test_rgb_array_without_matplotlib_is_accepted_and_a_frame_is_one_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # metadata lists rgb_array only with matplotlib; asking for it anyway is one line, now
-    # rather than at the first frame (test_env_checkers runs a real base install)
+    # metadata lists rgb_array only with matplotlib; asking for it anyway (SB3's make_vec_env
+    # does by default) makes an env that plays, and only a frame is the one-line error
+    # (test_env_checkers runs a real base install)
     import bacepipe_env.envs.geopipe as geopipe
 
     monkeypatch.setattr(geopipe, "_RENDER_MODES", ("ansi",))
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # what a blocked import looks like
+    env = GeoPipeEnv("fig1", render_mode="rgb_array")
+    env.reset(seed=0)
+    env.step(int(np.flatnonzero(env.action_masks())[0]))
     with pytest.raises(BacepipeError, match=r"^rendering rgb_array needs matplotlib: .*\[viz\]'$"):
-        GeoPipeEnv("fig1", render_mode="rgb_array")
-    assert GeoPipeEnv("fig1", render_mode="ansi").render_mode == "ansi"
+        env.render()
+    with pytest.raises(ValidationError, match="render_mode"):
+        GeoPipeEnv("fig1", render_mode="human")
 
 
 # ------------------------------------------------------------------------ slot layout

@@ -35,7 +35,8 @@ from ray.rllib.utils.metrics import (  # noqa: E402
 pytestmark = pytest.mark.slow
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "rllib.md"
-BLOCK = re.compile(r"<!-- rllib-test: (\w+) -->\n```python\n(.*?)```", re.S)
+# the name marker may be followed by other comment lines (the docs-block test's "not run")
+BLOCK = re.compile(r"<!-- rllib-test: (\w+) -->\n(?:<!--[^\n]*-->\n)*```python\n(.*?)```", re.S)
 
 
 def doc_blocks() -> dict[str, str]:

@@ -33,7 +33,7 @@ from .summary import (
     write_csv,
     write_json,
 )
-from .tensorboard import MAX_RUN_COMPONENT, ScalarWriter, run_component
+from .tensorboard import MAX_RUN_COMPONENT, ScalarWriter, declare_hparams_table, run_component
 
 __all__ = [
     "SWEEPS",
@@ -169,10 +169,12 @@ def run_compare(
     if tensorboard:
         root = _experiment_dir(out / "tb", name, scenario)
         _clear_events(out / "tb", root, name)
-        files.extend(
-            _write_sessions(
-                root, name, name, _hparams(name, scenario, ref, seeds, knobs), runs, stats, ref
-            )
+        sessions: list[Session] = []
+        shared = _hparams(name, scenario, ref, seeds, knobs)
+        written = _write_sessions(root, name, name, shared, runs, stats, ref, sessions)
+        files.extend(written)
+        files.append(
+            declare_hparams_table(out / "tb", root, sessions, _metric_order, into=written[0].parent)
         )
     return outcome
 
@@ -252,6 +254,7 @@ def _write_sessions(
     runs: Sequence[RunSummary],
     stats: Sequence[PolicyStats],
     reference: str,
+    sessions: list[Session],
     knob: tuple[str, float] | None = None,
 ) -> list[Path]:
     """One HParams session per policy, in ``root/<policy>`` (``root/<policy>/<knob>=<value>``
@@ -259,7 +262,9 @@ def _write_sessions(
     and, at step 0, the ``{prefix}/*`` means over the seeds (average JCT, cost and carbon, with
     their 95% CI half-widths, and the means of the per-seed ratios to the reference), which
     the HParams table shows as metric columns. Each seed's numbers go in a text table, not on
-    the step axis, so TensorBoard never smooths one seed into the next."""
+    the step axis, so TensorBoard never smooths one seed into the next. Each session's
+    hyperparameters and metric tags are appended to ``sessions``, for the table's
+    declaration (:func:`declare_hparams_table`)."""
     by_seed = {(r.spec.policy, r.spec.seed): r for r in runs}
     seeds = sorted({r.spec.seed for r in runs})
     names = _session_names([s.policy for s in stats])
@@ -273,16 +278,16 @@ def _write_sessions(
             session[knob[0]] = knob[1]
         with ScalarWriter(run_dir, suffix=f".{suffix}") as writer:
             writer.add_hparams(session)
-            metrics = [
+            metrics = [  # in the order of _METRICS
                 ("avg_jct_h", st.jct_h.mean),
-                ("avg_jct_h_ci95", st.jct_h.ci95),
                 ("total_cost_usd", st.cost_usd.mean),
-                ("total_cost_usd_ci95", st.cost_usd.ci95),
                 ("carbon_kg", st.carbon_kg.mean),
-                ("carbon_kg_ci95", st.carbon_kg.ci95),
                 ("avg_jct_norm", st.jct_norm.mean),
                 ("total_cost_norm", st.cost_norm.mean),
                 ("carbon_norm", st.carbon_norm.mean),
+                ("avg_jct_h_ci95", st.jct_h.ci95),
+                ("total_cost_usd_ci95", st.cost_usd.ci95),
+                ("carbon_kg_ci95", st.carbon_kg.ci95),
             ]
             for metric, est in (
                 ("egress_usd", st.egress_usd),
@@ -292,10 +297,13 @@ def _write_sessions(
             ):
                 if est is not None:  # only when egress was charged, faults configured
                     metrics.append((metric, est.mean))
+            tags = []
             for metric, value in metrics:
                 # One seed has no CI, a scenario without carbon figures no carbon ratio.
                 if not math.isnan(value):
                     writer.add_scalar(f"{prefix}/{metric}", value, 0)
+                    tags.append(f"{prefix}/{metric}")
+            sessions.append((session, tags))
             about = "learned model" if is_learned(st.policy) else policy_info(st.policy).description
             writer.add_text(f"{prefix}/policy", f"**{st.policy}**: {about}")
             writer.add_text(
@@ -304,6 +312,36 @@ def _write_sessions(
             )
             written.append(writer.path)
     return written
+
+
+#: The HParams table's metric columns, in order: TensorBoard ticks the first five, so the
+#: three measures and two of their ratios to the reference are shown without a click.
+_METRICS = (
+    "avg_jct_h",
+    "total_cost_usd",
+    "carbon_kg",
+    "avg_jct_norm",
+    "total_cost_norm",
+    "carbon_norm",
+    "avg_jct_h_ci95",
+    "total_cost_usd_ci95",
+    "carbon_kg_ci95",
+    "egress_usd",
+    "n_restarts",
+    "wasted_gpu_hours",
+    "wasted_cost_usd",
+)
+
+#: A session's hyperparameters and the metric tags it logged.
+Session = tuple[dict[str, Any], list[str]]
+
+
+def _metric_order(tag: str) -> tuple[int, str]:
+    """Where ``tag`` (``<prefix>/<metric>``) goes among the table's columns: by
+    :data:`_METRICS`, then by prefix; unknown metrics last."""
+    prefix, _, metric = tag.rpartition("/")
+    rank = _METRICS.index(metric) if metric in _METRICS else len(_METRICS)
+    return rank, prefix
 
 
 def _seed_table(
@@ -424,9 +462,17 @@ def run_sweep(
         root = _experiment_dir(out / "tb", stem, scenario)
         _clear_events(out / "tb", root, stem)
         shared = _hparams(stem, scenario, ref, seeds, knobs)
+        sessions: list[Session] = []
+        written = []
         for v in vals:
             at_v = [r for r in runs if r.spec.tag["value"] == v]
-            outcome.files.extend(
-                _write_sessions(root, stem, "sweep", shared, at_v, stats[v], ref, (knob, v))
+            written.extend(
+                _write_sessions(
+                    root, stem, "sweep", shared, at_v, stats[v], ref, sessions, (knob, v)
+                )
             )
+        outcome.files.extend(written)
+        outcome.files.append(
+            declare_hparams_table(out / "tb", root, sessions, _metric_order, into=written[0].parent)
+        )
     return outcome

@@ -13,23 +13,36 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import math
 import os
 import re
 import socket
 import struct
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from .. import outputs
+from ..outputs import remove
 
-__all__ = ["MAX_RUN_COMPONENT", "Category", "Chart", "ScalarWriter", "run_component"]
+__all__ = [
+    "HPARAMS_COLUMNS",
+    "MAX_RUN_COMPONENT",
+    "Category",
+    "Chart",
+    "ScalarWriter",
+    "declare_hparams_table",
+    "run_component",
+]
 
 #: The longest run-folder name (one path component) TensorBoard's sidebar shows uncut.
 MAX_RUN_COMPONENT = 30
+
+#: A value the HParams table holds.
+HValue = str | bool | float
 
 
 def _crc32c_table() -> list[int]:
@@ -149,6 +162,27 @@ def _hparams_values(hparams: Mapping[str, str | bool | float], start: float) -> 
     ]
 
 
+def _experiment(hparams: Mapping[str, Sequence[HValue]], metrics: Sequence[str]) -> bytes:
+    # HParamsPluginData{version = 1: 0, experiment = 2: Experiment{
+    #   hparam_infos = 4: HParamInfo{name = 1, type = 4 (DataType), differs = 7},
+    #   metric_infos = 5: MetricInfo{name = 1: MetricName{group = 1, tag = 2}}}}
+    body = b""
+    for name, values in hparams.items():
+        if all(isinstance(v, bool) for v in values):
+            dtype = 2  # DATA_TYPE_BOOL
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            dtype = 3  # DATA_TYPE_FLOAT64
+        else:
+            dtype = 1  # DATA_TYPE_STRING
+        info = _bytes_field(1, name.encode()) + _key(4, 0) + _varint(dtype)
+        if len(set(values)) > 1:  # TensorBoard shows the first five, those that differ first
+            info += _key(7, 0) + _varint(1)
+        body += _bytes_field(4, info)
+    for tag in metrics:
+        body += _bytes_field(5, _bytes_field(1, _bytes_field(2, tag.encode())))
+    return _plugin_value("_hparams_/experiment", "hparams", _NULL_TENSOR, _bytes_field(2, body))
+
+
 @dataclass(frozen=True)
 class Chart:
     """A custom-scalars chart: one line per (run, tag) whose tag matches one of ``tags``
@@ -180,6 +214,71 @@ def _layout(categories: Sequence[Category]) -> bytes:
             body += _key(3, 0) + _varint(1)
         out += _bytes_field(2, body)
     return out
+
+
+#: The file, at a logdir's top, listing the HParams columns of every part written there.
+HPARAMS_COLUMNS = "hparams-columns.json"
+_DECLARATION = ".hparams-table"  # the suffix of the declaring event file, at the same place
+
+
+def declare_hparams_table(
+    tb_dir: Path,
+    part: Path,
+    sessions: Sequence[tuple[Mapping[str, HValue | None], Sequence[str]]],
+    metric_order: Callable[[str], tuple[int, str]] | None = None,
+    *,
+    into: Path,
+) -> Path:
+    """Declare TensorBoard's HParams table of ``tb_dir``, where ``part`` (a folder inside it)
+    now holds these ``sessions`` (each its hyperparameters and metric tags).
+
+    Without a declaration TensorBoard lists the metrics by name and ticks the first five, so
+    a total cost after five others is hidden. The declaration must cover every session under
+    ``tb_dir``, and other parts may have been written there by earlier commands: their columns
+    are kept in :data:`HPARAMS_COLUMNS` at ``tb_dir``'s top (parts whose folder is gone are
+    dropped), and the one declaring event file is rewritten, in ``into`` (one of the sessions'
+    run folders: a folder of its own would be an empty run in TensorBoard's run list). Metrics
+    are ordered by ``metric_order`` (default: by name). Returns the event file's path."""
+    manifest_path = tb_dir / HPARAMS_COLUMNS
+    try:
+        parts = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if not isinstance(parts, dict):
+            parts = {}
+    except (OSError, ValueError):
+        parts = {}
+    values: dict[str, list[HValue]] = {}
+    tags: list[str] = []
+    for hparams, metrics in sessions:
+        for name, value in hparams.items():
+            if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                values.setdefault(name, [])
+                if value not in values[name]:
+                    values[name].append(value)
+        tags.extend(t for t in metrics if t not in tags)
+    parts[part.relative_to(tb_dir).as_posix()] = {"hparams": values, "metrics": tags}
+    parts = {
+        key: entry
+        for key, entry in sorted(parts.items())
+        if isinstance(entry, dict)
+        and isinstance(entry.get("hparams"), dict)
+        and isinstance(entry.get("metrics"), list)
+        and (tb_dir / key).is_dir()
+    }
+    outputs.write_text(manifest_path, json.dumps(parts, indent=1, sort_keys=True) + "\n")
+
+    every: dict[str, list[HValue]] = {}
+    every_tag: list[str] = []
+    for entry in parts.values():
+        for name, vals in entry["hparams"].items():
+            every.setdefault(name, [])
+            every[name].extend(v for v in vals if v not in every[name])
+        every_tag.extend(t for t in entry["metrics"] if t not in every_tag)
+    every_tag.sort(key=metric_order or (lambda tag: (0, tag)))
+    for old in tb_dir.rglob(f"events.out.tfevents.*{_DECLARATION}"):
+        remove(old)
+    with ScalarWriter(into, suffix=_DECLARATION) as writer:
+        writer.add_experiment(every, every_tag)
+    return writer.path
 
 
 def run_component(text: str, limit: int = MAX_RUN_COMPONENT) -> str:
@@ -252,6 +351,15 @@ class ScalarWriter:
         start = time.time() if start_time is None else start_time
         for value in _hparams_values(clean, start):
             self._write(_event(time.time(), 0, summary=value))
+
+    def add_experiment(
+        self, hparams: Mapping[str, Sequence[HValue]], metrics: Sequence[str]
+    ) -> None:
+        """Declare the HParams table: its hyperparameter columns (each with every value the
+        sessions take; TensorBoard ticks five, those that differ first) and its metric columns
+        in this order (TensorBoard ticks the first five). TensorBoard reads one declaration per
+        logdir, so write it in one run only (:func:`declare_hparams_table` does)."""
+        self._write(_event(time.time(), 0, summary=_experiment(hparams, metrics)))
 
     def add_custom_scalars(self, categories: Sequence[Category]) -> None:
         """Record a layout for TensorBoard's Custom Scalars dashboard

@@ -110,7 +110,7 @@ def test_sweep_gpu(tmp_path: Path) -> None:
     # One HParams session per (policy, value): the knob is an hparam, not a step.
     sessions = sorted(
         p.parent.relative_to(out / "tb").as_posix()
-        for p in (out / "tb").rglob("events.out.tfevents.*")
+        for p in (out / "tb").rglob("events.out.tfevents.*.sweep-gpu")
     )
     assert sessions == [
         f"sweep-gpu/paper/{policy}/gpu_scale={value}"

@@ -109,9 +109,12 @@ def test_writes_every_file(compared: tuple[ExperimentOutcome, Path]) -> None:
         assert (out / name).stat().st_size > 0
         assert out / name in outcome.files
     for p in POLICIES:
-        events = list((out / "tb" / "compare" / "paper" / p).glob("events.out.tfevents.*"))
+        # the session's file (the first session's folder also holds the table's declaration)
+        events = list((out / "tb" / "compare" / "paper" / p).glob("events.out.tfevents.*.compare"))
         assert len(events) == 1, p
         assert events[0] in outcome.files
+    (declaration,) = (out / "tb").rglob("events.out.tfevents.*.hparams-table")
+    assert declaration in outcome.files
     assert outcome.reference == "bace-pipe"
     assert outcome.warnings == []
 

@@ -29,7 +29,7 @@ def test_rerun_replaces_points_and_keeps_other_experiments(tmp_path: Path) -> No
     for policy in ("bace-pipe", "lcf"):
         # Two compare runs wrote here, but only the last one's session remains: one point.
         run_dir = tmp_path / "tb" / "compare" / "fig1" / policy
-        assert len(list(run_dir.glob("events.out.tfevents.*"))) == 1
+        assert len(list(run_dir.glob("events.out.tfevents.*.compare"))) == 1
         assert _steps(run_dir, "compare/avg_jct_h") == [0]
         # The ablation's events, in their own folder, are untouched.
         assert _steps(tmp_path / "tb" / "ablation" / "fig1" / policy, "ablation/avg_jct_h") == [0]

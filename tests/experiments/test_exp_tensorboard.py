@@ -368,3 +368,90 @@ def test_sweep_sessions_have_the_knob_as_an_hparam(tmp_path: Path, tensorboard_p
             got = session["metrics"][f"sweep/{tag}"]
             assert got == pytest.approx(float(row[f"{tag}_mean"]), rel=1e-6), (name, tag)
         assert all(len(part) <= MAX_RUN_COMPONENT for part in name.split("/"))
+
+
+def hparams_columns(logdir: Path, plugin_app: Any) -> tuple[list[tuple[str, bool]], list[str]]:
+    """The HParams table's columns as TensorBoard's plugin serves them to the browser:
+    ``(name, differs)`` per hyperparameter and the metric tags, in order (the browser ticks
+    the first five of each, hyperparameters that differ first)."""
+    client = plugin_app(logdir, "hparams", "/experiment")
+    resp = client.post(
+        "/", data=json.dumps({"experimentName": ""}), content_type="application/json"
+    )
+    assert resp.status_code == 200, resp.get_data(as_text=True)
+    exp = resp.get_json()
+    hparams = [(h["name"], bool(h.get("differs"))) for h in exp["hparamInfos"]]
+    return hparams, [m["name"]["tag"] for m in exp["metricInfos"]]
+
+
+def test_compare_declares_the_table_with_cost_among_the_ticked_metrics(
+    compared: Path, tensorboard_plugin: Any
+) -> None:
+    """Left to itself TensorBoard lists the metrics by name and ticks five, which put the
+    total cost eighth; the declared table leads with the three measures, then two ratios."""
+    hparams, metrics = hparams_columns(compared / "tb", tensorboard_plugin)
+    assert metrics[:5] == [
+        "compare/avg_jct_h",
+        "compare/total_cost_usd",
+        "compare/carbon_kg",
+        "compare/avg_jct_norm",
+        "compare/total_cost_norm",
+    ]
+    # every scalar the sessions logged is a column, once
+    logged = {
+        tag
+        for s in hparams_sessions(compared / "tb", tensorboard_plugin).values()
+        for tag in s["metrics"]
+    }
+    assert sorted(metrics) == sorted(logged) and len(metrics) == len(set(metrics))
+    # the policy is the one hyperparameter that differs, so the browser shows it first
+    assert [name for name, differs in hparams if differs] == ["policy"]
+    assert {name for name, _ in hparams} == {
+        "experiment",
+        "scenario",
+        "policy",
+        "reference",
+        "seeds",
+    }
+
+
+def test_the_declaration_covers_every_experiment_in_the_folder(
+    tmp_path: Path, tensorboard_plugin: Any
+) -> None:
+    """TensorBoard reads one declaration per logdir, so a sweep written beside a compare
+    keeps the compare's columns; an experiment run again is not listed twice, and one whose
+    folder was removed is dropped."""
+    import shutil
+
+    from bacepipe_env.experiments import run_compare, run_sweep
+
+    run_compare("fig1", ["bace-pipe", "sjf"], [0], tmp_path)
+    run_sweep("gpu", "fig1", ["bace-pipe", "sjf"], [0], tmp_path, values=[0.5, 1.25])
+    hparams, metrics = hparams_columns(tmp_path / "tb", tensorboard_plugin)
+    assert metrics[:4] == [
+        "compare/avg_jct_h",
+        "sweep/avg_jct_h",
+        "compare/total_cost_usd",
+        "sweep/total_cost_usd",
+    ]
+    assert {"experiment", "policy", "gpu_scale"} <= {name for name, _ in hparams}
+    assert {"experiment", "policy", "gpu_scale"} == {name for name, d in hparams if d}
+    sessions = hparams_sessions(tmp_path / "tb", tensorboard_plugin)
+    assert len(sessions) == 2 + 4  # two policies, and two at each of two values
+    for name, session in sessions.items():
+        prefix = "compare" if name.startswith("compare/") else "sweep"
+        assert f"{prefix}/total_cost_usd" in session["metrics"], name
+
+    run_compare("fig1", ["bace-pipe", "sjf"], [0], tmp_path)  # again: nothing doubles
+    assert hparams_columns(tmp_path / "tb", tensorboard_plugin) == (hparams, metrics)
+    declarations = list((tmp_path / "tb").rglob("events.out.tfevents.*.hparams-table"))
+    assert len(declarations) == 1
+    assert not list((tmp_path / "tb").glob("events.out.tfevents.*"))  # no run of its own
+    columns = json.loads((tmp_path / "tb" / "hparams-columns.json").read_text())
+    assert sorted(columns) == ["compare/fig1", "sweep-gpu/fig1"]
+
+    shutil.rmtree(tmp_path / "tb" / "sweep-gpu")
+    run_compare("fig1", ["bace-pipe", "sjf"], [0], tmp_path)
+    hparams, metrics = hparams_columns(tmp_path / "tb", tensorboard_plugin)
+    assert all(tag.startswith("compare/") for tag in metrics)
+    assert "gpu_scale" not in {name for name, _ in hparams}

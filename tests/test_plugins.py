@@ -136,6 +136,32 @@ def test_a_named_plugin_plays_in_compare_and_evaluate(plugin_dir: Path) -> None:
     assert [r["avg_jct_h"] for r in rows[:2]] == json.loads(expected.stdout)
 
 
+def test_a_plugin_env_id_trains_in_subprocess_workers(plugin_dir: Path, tmp_path: Path) -> None:
+    """`train learn --n-envs 2` makes the envs in forkserver workers, which start afresh: they
+    must load the plugin to know the user's id (BACEPIPE_PLUGINS, set by --plugin)."""
+    proc = _run(
+        sys.executable,
+        "train",
+        "learn",
+        "--plugin",
+        "ljf_plugin",
+        "--env-id",
+        "myworld/Small-v0",
+        "--n-envs",
+        "2",
+        *("--total-timesteps", "128", "--n-steps", "32", "--batch-size", "32"),
+        *("--n-epochs", "1", "--eval-freq", "128", "--n-eval", "1", "--no-progress"),
+        *("--logdir", str(tmp_path), "--run-name", "plugin-env"),
+        PYTHONPATH=str(plugin_dir),
+    )
+    assert proc.returncode == 0, proc.stderr
+    config = json.loads((tmp_path / "plugin-env" / "config.json").read_text())
+    assert config["env_id"] == "myworld/Small-v0"
+    assert (tmp_path / "plugin-env" / "model.zip").is_file()
+    # two workers of 32 steps a rollout: 128 steps are two rollouts, then the held-out eval
+    assert "held-out eval at step 128:" in proc.stdout, proc.stdout
+
+
 def test_a_plugin_that_does_not_import_is_one_line() -> None:
     proc = _run(sys.executable, "--plugin", "no_such_plugin_module", "policies")
     assert proc.returncode == 2

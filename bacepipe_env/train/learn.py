@@ -19,6 +19,7 @@ Every run writes to ``{logdir}/{run_name}/``: ``config.json``, TensorBoard event
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import platform
 import sys
@@ -41,12 +42,13 @@ from ..envs.agents import evaluate
 from ..errors import BacepipeError, shorten
 from ..experiments.progress import Progress
 from ..experiments.summary import write_csv
+from ..plugins import load_plugins
 from ..signals import stop_forkserver, stop_processes, worker_init
 from .config import TrainConfig, parse_config
 from .sb3 import ALGOS, SB3Agent, algo_class
 from .tricks import Curriculum, RelativeReward, RepeatArrivals
 
-__all__ = ["HeldOutEval", "eval_seeds", "main", "make_eval_env", "train"]
+__all__ = ["HeldOutEval", "eval_seeds", "main", "make_env", "make_eval_env", "train"]
 
 
 def eval_seeds(cfg: TrainConfig) -> list[int]:
@@ -59,7 +61,7 @@ def check_env_settings(cfg: TrainConfig) -> None:
     """Build and reset the run's environment once; a mistake in ``env_id`` or ``env_kwargs``
     becomes a one-line BacepipeError naming the setting."""
     try:
-        env = gym.make(cfg.env_id, **cfg.resolved_env_kwargs())
+        env = make_env(cfg.env_id, **cfg.resolved_env_kwargs())
     except BacepipeError as err:
         raise BacepipeError(f"env_kwargs: {err}") from None
     except (gym.error.Error, TypeError, ValueError) as err:
@@ -75,7 +77,16 @@ def check_env_settings(cfg: TrainConfig) -> None:
 
 def make_eval_env(cfg: TrainConfig) -> gym.Env[Any, Any]:
     """The evaluation environment: the training settings, no truncation wrapper."""
-    return gym.make(cfg.env_id, **cfg.resolved_env_kwargs()).unwrapped
+    return make_env(cfg.env_id, **cfg.resolved_env_kwargs()).unwrapped
+
+
+def make_env(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
+    """``gym.make(env_id, **kwargs)``, as a vector env's worker makes its env: an id the
+    process does not know yet is looked up among the plugins first (the worker inherits
+    ``BACEPIPE_PLUGINS`` from the command, and finds installed plugins itself)."""
+    if env_id not in gym.registry:
+        load_plugins()
+    return gym.make(env_id, **kwargs)
 
 
 class HeldOutEval(BaseCallback):
@@ -360,15 +371,16 @@ def _train_in(cfg: TrainConfig, run_dir: Path, resume: str) -> tuple[Path, list[
         + "\n",
     )
 
-    env_id = f"bacepipe_env:{cfg.env_id}"  # workers import the package, whatever start method
     vec_cls = SubprocVecEnv if cfg.n_envs > 1 else DummyVecEnv
     venv = make_vec_env(
-        env_id,
+        # a function, not the id: a worker imports this module (so the package, whatever the
+        # start method) and loads plugins for an id it does not know; nor does make_vec_env
+        # then ask for rgb_array frames, which training never draws
+        functools.partial(make_env, cfg.env_id),
         n_envs=cfg.n_envs,
         seed=cfg.seed,
         vec_env_cls=vec_cls,
-        # make_vec_env asks for rgb_array unless told: training draws no frames
-        env_kwargs={"render_mode": None, **cfg.resolved_env_kwargs()},
+        env_kwargs=cfg.resolved_env_kwargs(),
         wrapper_class=_in_worker,
         wrapper_kwargs={
             "worker": cfg.n_envs > 1,

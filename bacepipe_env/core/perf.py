@@ -22,10 +22,12 @@ __all__ = [
     "ProfileCache",
     "electricity_cost",
     "iteration_time",
+    "physical_pipeline_iteration_time",
     "pipeline_iteration_time",
     "placement_comm_times",
     "preview_iteration_time",
     "profile_job",
+    "staged_iteration_time",
 ]
 
 
@@ -36,6 +38,76 @@ def pipeline_iteration_time(
     ``(hop_sum + L * t_comp + (M - 1) * max(t_comp, hop_max)) * 2`` seconds. Every form of
     Eq. (1) in the project calls this (``hop_max = 0`` when there is no boundary)."""
     return (hop_sum + n_stages * t_comp + (n_micro - 1) * max(t_comp, hop_max)) * 2.0
+
+
+def physical_pipeline_iteration_time(
+    t_fwd: float,
+    t_bwd: float,
+    n_stages: int,
+    n_micro: int,
+    fwd_hops: tuple[float, float] = (0.0, 0.0),
+    bwd_hops: tuple[float, float] = (0.0, 0.0),
+    latency: float = 0.0,
+) -> float:
+    """The physical model's iteration of L equal stages (semantics §3d): a forward pass of
+    ``M`` micro-batches through the stages, then a backward pass back through them, each
+    a pipeline of stages and links in series. ``fwd_hops`` and ``bwd_hops`` are the
+    ``(sum, max)`` of the L - 1 boundary transfer times on the forward links and on the reverse
+    links; ``latency`` is the sum of the path's link latencies, paid once per direction as
+    the pipeline fills, not once per micro-batch::
+
+        t = fwd_sum + latency + L * t_fwd + (M - 1) * max(t_fwd, fwd_max)
+          + bwd_sum + latency + L * t_bwd + (M - 1) * max(t_bwd, bwd_max)
+    """
+    fwd_sum, fwd_max = fwd_hops
+    bwd_sum, bwd_max = bwd_hops
+    m1 = n_micro - 1
+    forward = fwd_sum + latency + n_stages * t_fwd + m1 * max(t_fwd, fwd_max)
+    backward = bwd_sum + latency + n_stages * t_bwd + m1 * max(t_bwd, bwd_max)
+    return forward + backward
+
+
+def staged_iteration_time(
+    stage_fwd: Sequence[float],
+    stage_bwd: Sequence[float] | None,
+    hop_fwd: Sequence[float],
+    hop_bwd: Sequence[float] | None,
+    n_micro: int,
+    hop_latency: Sequence[float] = (),
+    *,
+    model: str = "physical",
+) -> float:
+    """One iteration of a pipeline whose stages differ (per-stage forward and backward times
+    of one micro-batch, per-boundary transfer times and latencies), under ``model``:
+
+    - ``"paper"``: Eq. (1) with each stage's own time, the backward pass a mirror of the
+      forward one (``stage_bwd`` and ``hop_bwd`` are ignored) and latency in every hop::
+
+          2 * (sum(hop + lat) + sum(stage_fwd) + (M - 1) * max(max(stage_fwd), max(hop + lat)))
+
+    - ``"physical"``: the forward pass, then the backward pass on its own stage times and
+      reverse-link transfer times, latency once per direction::
+
+          sum(hop_fwd) + sum(lat) + sum(stage_fwd) + (M - 1) * max(max(stage_fwd), max(hop_fwd))
+        + sum(hop_bwd) + sum(lat) + sum(stage_bwd) + (M - 1) * max(max(stage_bwd), max(hop_bwd))
+
+    With equal stages these are :func:`pipeline_iteration_time` and
+    :func:`physical_pipeline_iteration_time`. For the validation against measured runs,
+    where per-layer profiles give unequal stages."""
+    lat = list(hop_latency) or [0.0] * len(hop_fwd)
+    m1 = n_micro - 1
+    if model == "paper":
+        hops = [h + d for h, d in zip(hop_fwd, lat)]
+        worst = max([*stage_fwd, *hops])
+        return 2.0 * (math.fsum(hops) + math.fsum(stage_fwd) + m1 * worst)
+    if model != "physical":
+        raise ValueError(f"unknown model {model!r}")
+    assert stage_bwd is not None and hop_bwd is not None
+    total = 0.0
+    for stages, hops in ((stage_fwd, hop_fwd), (stage_bwd, hop_bwd)):
+        worst = max([*stages, *hops])
+        total += math.fsum(hops) + math.fsum(lat) + math.fsum(stages) + m1 * worst
+    return total
 
 
 def iteration_time(

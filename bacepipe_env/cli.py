@@ -178,6 +178,7 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
         f"{result.admission} admission, "
         + (f"{result.preemption} preemption, " if preempts else "")
         + f"{memory}, {tariff}"
+        + (f", {result.model} model" if result.model != "paper" else "")
     )
     out.append(f"  average JCT      {hours(result.avg_jct):12.2f} h")
     out.append(f"  JCT p50          {hours(result.jct_p50):12.2f} h")

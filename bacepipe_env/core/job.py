@@ -17,12 +17,16 @@ __all__ = ["Job", "ModelSpec", "TrainingConstants"]
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A transformer model: ``params`` parameters N, ``n_layers`` layers, hidden size ``hidden``."""
+    """A transformer model: ``params`` parameters N, ``n_layers`` layers, hidden size ``hidden``;
+    ``active_params`` the parameters one token passes through (a mixture of experts routes
+    each token to a few experts; None: all of them, a dense model). Memory holds all ``params``;
+    the physical model's compute counts the active ones (semantics §3d)."""
 
     name: str
     params: float  # N
     n_layers: int
     hidden: int
+    active_params: float | None = None  # N_a; None: N
 
     def __post_init__(self) -> None:
         require_str("model.name", self.name)
@@ -30,6 +34,20 @@ class ModelSpec:
         for attr, key in (("params", "params"), ("n_layers", "layers"), ("hidden", "hidden")):
             value = check_limit(f"models.{key}", getattr(self, attr), field=f"{where}.{attr}")
             object.__setattr__(self, attr, value)
+        if self.active_params is not None:
+            active = check_limit(
+                "models.params", self.active_params, field=f"{where}.active_params"
+            )
+            if active > self.params:
+                raise ScenarioError(
+                    f"{where}.active_params", active, f"must be at most params ({self.params:g})"
+                )
+            object.__setattr__(self, "active_params", active)
+
+    @property
+    def active(self) -> float:
+        """The parameters a token's forward pass multiplies by: ``active_params``, else all."""
+        return self.params if self.active_params is None else self.active_params
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 (constraints 5 and 6, semantics §4).
 
 A :class:`Ledger` books what a running attempt holds (its GPUs, and ``b(L)`` on every
-cross-region link of its path) and gives it back, and keeps the read-only views policies read
+cross-region link of its path, and under the physical model on the reverse link too, which
+the backward pass uses) and gives it back, and keeps the read-only views policies read
 (free GPUs, residual bandwidth rows, Eq. 11's alpha) up to date cheaply: a start or a finish
 touches a few regions and links of K, and only those are rebuilt.
 """
@@ -27,7 +28,10 @@ class Ledger:
     ``rows_type`` builds the residual view's rows (a plain tuple, or
     :class:`~bacepipe_env.core.views.HashedRows` on a large cluster). ``faults``: the links'
     capacity can change (semantics §11), so the ledger keeps its own copy of it; otherwise it
-    is the cluster's nominal rows, shared.
+    is the cluster's nominal rows, shared. ``two_way`` (the physical model, semantics §3d):
+    every booking on ``u -> v`` is made on ``v -> u`` as well, and the residual view of either
+    direction is what both can still carry, ``min(B[u, v], B[v, u]) - booked``, so a policy
+    that checks its path's forward links never overbooks a reverse one.
     """
 
     __slots__ = (
@@ -49,12 +53,29 @@ class Ledger:
         "residual_view",
         "row_views",
         "rows_type",
+        "two_way",
     )
 
-    def __init__(self, cluster: Cluster, rows_type: type[tuple[Any, ...]], faults: bool) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        rows_type: type[tuple[Any, ...]],
+        faults: bool,
+        two_way: bool = False,
+    ) -> None:
         k = cluster.n_regions
         self.capacity = cluster.capacity  # GPUs per region
-        self.nominal = cluster.bandwidth_rows  # (K, K) bytes/s, nominal
+        self.two_way = two_way
+        rows = cluster.bandwidth_rows
+        # (K, K) bytes/s, nominal: what a job may book on each link of an idle cluster
+        self.nominal = (
+            rows_type(
+                rows_type(min(b, rows[v][u]) for v, b in enumerate(row))
+                for u, row in enumerate(rows)
+            )
+            if two_way
+            else rows
+        )
         self.link_total = cluster.link_capacity  # bytes/s over every directed link
         self.rows_type = rows_type
         self.free = list(cluster.capacity)
@@ -75,8 +96,9 @@ class Ledger:
         self.alpha: float | None = 0.0
         # link -> {job id: its reservation on the link}
         self.link_jobs: dict[tuple[int, int], dict[int, float]] = {}
-        # the links' capacity now: the nominal rows, or a copy that link changes rewrite
-        self.capacity_now: Any = [list(row) for row in self.nominal] if faults else self.nominal
+        # the links' capacity now, each direction its own: the cluster's rows, or a copy that
+        # link changes rewrite
+        self.capacity_now: Any = [list(row) for row in rows] if faults else rows
 
     def copy(self) -> Ledger:
         """An independent copy (the immutable views are shared, the mutable rows copied)."""
@@ -91,7 +113,7 @@ class Ledger:
         new.link_jobs = {link: dict(holders) for link, holders in self.link_jobs.items()}
         if self.residual_array is not None:  # updated in place by rebook
             new.residual_array = self.residual_array.copy()
-        if self.capacity_now is not self.nominal:
+        if isinstance(self.capacity_now, list):  # a link change may rewrite it
             new.capacity_now = [list(row) for row in self.capacity_now]
         return new
 
@@ -146,6 +168,8 @@ class Ledger:
         self.free_view = None
         for u, v in p.links:
             self.link_jobs.setdefault((u, v), {})[job_id] = reserved
+            if self.two_way:
+                self.link_jobs.setdefault((v, u), {})[job_id] = reserved
             self.rebook(u, v)
 
     def give_back(self, job_id: int, p: Placement) -> None:
@@ -157,13 +181,27 @@ class Ledger:
         self.free_view = None
         for u, v in p.links:
             del self.link_jobs[(u, v)][job_id]
+            if self.two_way:
+                del self.link_jobs[(v, u)][job_id]
             self.rebook(u, v)
 
+    def link_capacity(self, u: int, v: int) -> float:
+        """What bookings on ``u -> v`` may add up to now: the link's capacity, or under
+        ``two_way`` the smaller of its two directions' (bytes/s)."""
+        cap = self.capacity_now
+        return min(cap[u][v], cap[v][u]) if self.two_way else cap[u][v]  # type: ignore[no-any-return]
+
     def rebook(self, u: int, v: int) -> None:
-        """Recompute one link's ledger exactly from the jobs that hold it."""
+        """Recompute one link's ledger exactly from the jobs that hold it (both directions
+        under ``two_way``, whose bookings are the same)."""
+        self._rebook(u, v)
+        if self.two_way:
+            self._rebook(v, u)
+
+    def _rebook(self, u: int, v: int) -> None:
         holders = self.link_jobs.get((u, v))
         booked = math.fsum(holders.values()) if holders else 0.0
-        capacity = self.capacity_now[u][v]
+        capacity = self.link_capacity(u, v)
         if booked > capacity:  # a degraded link: the holders' reservations shrink to fit
             booked = capacity
         self.reserved[u][v] = booked
@@ -205,12 +243,14 @@ class Ledger:
             for r, g in zip(p.path, p.gpus):
                 free[r] += g
             touched.update(p.links)
+            if self.two_way:
+                touched.update((v, u) for u, v in p.links)
         residual: list[Any] = list(self.residual_rows)  # rows as tuples; touched ones as lists
         for u, v in touched:
             if isinstance(residual[u], tuple):
                 residual[u] = list(residual[u])
             left = [b for j, b in self.link_jobs[(u, v)].items() if j not in done]
-            residual[u][v] = self.capacity_now[u][v] - (math.fsum(left) if left else 0.0)
+            residual[u][v] = self.link_capacity(u, v) - (math.fsum(left) if left else 0.0)
         make = self.rows_type
         rows = make(row if isinstance(row, tuple) else make(row) for row in residual)
         return Release(t, tuple(free), rows)

@@ -222,6 +222,7 @@ LIMITS: Mapping[str, Limit] = {
     "checkpoint_interval_s": Limit(0.0, 1e9, "s", open_low=True),
     "restart_s": Limit(0.0, 1e7, "s"),
     "preempt_checkpoint_s": Limit(0.0, 1e7, "s"),
+    "gpu_reserve_gb": Limit(0.0, 1e4, "GB"),
     "max_preemptions": Limit(0, 1000, "per job", integer=True),
     "egress_usd_per_gb": Limit(0.0, 1000.0, "$/GB"),
     "bandwidth_scale": Limit(0.0, 1000.0, open_low=True),

@@ -30,8 +30,10 @@ from typing import Protocol
 from .job import Job
 
 __all__ = [
+    "MODEL_RESERVE_GB",
     "StageProfile",
     "largest_feasible_gpus",
+    "layer_bytes",
     "layers_per_stage",
     "memory_floor",
     "memory_floors",
@@ -39,6 +41,14 @@ __all__ = [
     "stage_overhead_bytes",
     "state_bytes_per_layer",
 ]
+
+
+#: GPU memory per GPU out of the model's reach (GB), by performance model: none in the
+#: paper's world (its published floors are unchanged); 2 GB in the physical one, for the CUDA
+#: context and kernels' workspace (about 0.5-1 GB), NCCL's communication buffers and the
+#: caching allocator's fragmentation, which PyTorch training runs measure in the 1-3 GB range
+#: (an assumption stated as data; ``gpu_reserve_gb`` sets it).
+MODEL_RESERVE_GB: dict[str, float] = {"paper": 0.0, "physical": 2.0}
 
 
 class StageProfile(Protocol):
@@ -61,46 +71,63 @@ def state_bytes_per_layer(profile: StageProfile) -> float:
     return job.constants.bytes_per_param * job.model.params / job.model.n_layers
 
 
-def stage_overhead_bytes(profile: StageProfile) -> float:
-    """What a stage holds besides its layers' state: ``M * A`` stashed boundary activations
-    plus one layer's working activations for one micro-batch (bytes)."""
+def _working_bytes(profile: StageProfile) -> float:
+    """One layer's working activations for one micro-batch (bytes)."""
     c = profile.job.constants
-    working = c.layer_activation_factor * c.micro_batch * c.seq_len * profile.job.model.hidden
-    return profile.n_micro * profile.activation_bytes + working
+    return c.layer_activation_factor * c.micro_batch * c.seq_len * profile.job.model.hidden
 
 
-def stage_memory_bytes(profile: StageProfile, layers: int) -> float:
+def layer_bytes(profile: StageProfile, recompute: bool = True) -> float:
+    """What each layer of a stage adds (bytes): its training state, and without
+    recomputation its activations for every in-flight micro-batch as well."""
+    state = state_bytes_per_layer(profile)
+    return state if recompute else state + profile.n_micro * _working_bytes(profile)
+
+
+def stage_overhead_bytes(profile: StageProfile, recompute: bool = True) -> float:
+    """What a stage holds besides its layers' state: with recomputation, ``M * A`` stashed
+    boundary activations plus one layer's working activations for one micro-batch (bytes);
+    without it nothing more (every layer keeps its own, :func:`layer_bytes`)."""
+    if not recompute:
+        return 0.0
+    return profile.n_micro * profile.activation_bytes + _working_bytes(profile)
+
+
+def stage_memory_bytes(profile: StageProfile, layers: int, recompute: bool = True) -> float:
     """Memory of a stage holding ``layers`` layers (bytes)."""
-    return layers * state_bytes_per_layer(profile) + stage_overhead_bytes(profile)
+    return layers * layer_bytes(profile, recompute) + stage_overhead_bytes(profile, recompute)
 
 
-def layers_per_stage(profile: StageProfile, gpu_memory: float) -> int:
+def layers_per_stage(profile: StageProfile, gpu_memory: float, recompute: bool = True) -> int:
     """The most layers one stage can hold in ``gpu_memory`` bytes (0 if not even one fits),
     capped at the model's layer count."""
-    room = gpu_memory - stage_overhead_bytes(profile)
+    room = gpu_memory - stage_overhead_bytes(profile, recompute)
     if room < 0.0:
         return 0
-    return min(profile.job.model.n_layers, math.floor(room / state_bytes_per_layer(profile)))
+    return min(profile.job.model.n_layers, math.floor(room / layer_bytes(profile, recompute)))
 
 
-def memory_floor(profile: StageProfile, gpu_memory: float) -> int:
+def memory_floor(profile: StageProfile, gpu_memory: float, recompute: bool = True) -> int:
     """The smallest pipeline size whose largest stage fits in ``gpu_memory`` bytes; the layer
     count plus one (no pipeline can fit) when a single layer does not fit."""
     n_layers = profile.job.model.n_layers
-    fit = layers_per_stage(profile, gpu_memory)
+    fit = layers_per_stage(profile, gpu_memory, recompute)
     if fit < 1:
         return n_layers + 1
     return math.ceil(n_layers / fit)
 
 
-def memory_floors(profile: StageProfile, gpu_memory: Sequence[float]) -> tuple[int, ...]:
-    """:func:`memory_floor` per region, for a cluster whose GPUs hold ``gpu_memory`` bytes."""
+def memory_floors(
+    profile: StageProfile, gpu_memory: Sequence[float], recompute: bool = True
+) -> tuple[int, ...]:
+    """:func:`memory_floor` per region, for a cluster whose GPUs hold ``gpu_memory`` bytes
+    (less any runtime reserve: the caller's)."""
     by_size: dict[float, int] = {}
     out = []
     for mem in gpu_memory:
         floor = by_size.get(mem)
         if floor is None:
-            floor = by_size[mem] = memory_floor(profile, mem)
+            floor = by_size[mem] = memory_floor(profile, mem, recompute)
         out.append(floor)
     return tuple(out)
 

@@ -18,6 +18,8 @@ from .memory import largest_feasible_gpus, memory_floors
 from .units import SECONDS_PER_HOUR
 
 __all__ = [
+    "MODELS",
+    "SCHEDULER_MODELS",
     "JobProfile",
     "ProfileCache",
     "electricity_cost",
@@ -25,10 +27,20 @@ __all__ = [
     "physical_pipeline_iteration_time",
     "pipeline_iteration_time",
     "placement_comm_times",
+    "placement_iteration_time",
     "preview_iteration_time",
     "profile_job",
     "staged_iteration_time",
 ]
+
+
+#: The performance models (semantics §3d): the paper's Eq. (1) as printed, and the physical
+#: model (forward 2N, backward 4N (+2N recomputed) over the active parameters, the backward
+#: pass on the reverse links, latency once per pipeline fill).
+MODELS = ("paper", "physical")
+#: What the schedulers estimate with: the paper's model whatever the world runs by, or the
+#: world's own (semantics §3d: a scheduler's model is never the world).
+SCHEDULER_MODELS = ("paper", "world")
 
 
 def pipeline_iteration_time(
@@ -47,23 +59,23 @@ def physical_pipeline_iteration_time(
     n_micro: int,
     fwd_hops: tuple[float, float] = (0.0, 0.0),
     bwd_hops: tuple[float, float] = (0.0, 0.0),
-    latency: float = 0.0,
+    latency: tuple[float, float] = (0.0, 0.0),
 ) -> float:
     """The physical model's iteration of L equal stages (semantics §3d): a forward pass of
     ``M`` micro-batches through the stages, then a backward pass back through them, each
     a pipeline of stages and links in series. ``fwd_hops`` and ``bwd_hops`` are the
     ``(sum, max)`` of the L - 1 boundary transfer times on the forward links and on the reverse
-    links; ``latency`` is the sum of the path's link latencies, paid once per direction as
-    the pipeline fills, not once per micro-batch::
+    links; ``latency`` the sums of the path's link latencies forward and backward, each paid
+    once as the pipeline fills, not once per micro-batch::
 
-        t = fwd_sum + latency + L * t_fwd + (M - 1) * max(t_fwd, fwd_max)
-          + bwd_sum + latency + L * t_bwd + (M - 1) * max(t_bwd, bwd_max)
+        t = fwd_sum + fwd_latency + L * t_fwd + (M - 1) * max(t_fwd, fwd_max)
+          + bwd_sum + bwd_latency + L * t_bwd + (M - 1) * max(t_bwd, bwd_max)
     """
     fwd_sum, fwd_max = fwd_hops
     bwd_sum, bwd_max = bwd_hops
     m1 = n_micro - 1
-    forward = fwd_sum + latency + n_stages * t_fwd + m1 * max(t_fwd, fwd_max)
-    backward = bwd_sum + latency + n_stages * t_bwd + m1 * max(t_bwd, bwd_max)
+    forward = fwd_sum + latency[0] + n_stages * t_fwd + m1 * max(t_fwd, fwd_max)
+    backward = bwd_sum + latency[1] + n_stages * t_bwd + m1 * max(t_bwd, bwd_max)
     return forward + backward
 
 
@@ -104,9 +116,9 @@ def staged_iteration_time(
         raise ValueError(f"unknown model {model!r}")
     assert stage_bwd is not None and hop_bwd is not None
     total = 0.0
-    for stages, hops in ((stage_fwd, hop_fwd), (stage_bwd, hop_bwd)):
-        worst = max([*stages, *hops])
-        total += math.fsum(hops) + math.fsum(lat) + math.fsum(stages) + m1 * worst
+    for stage_times, hop_times in ((stage_fwd, hop_fwd), (stage_bwd, hop_bwd)):
+        worst = max([*stage_times, *hop_times])
+        total += math.fsum(hop_times) + math.fsum(lat) + math.fsum(stage_times) + m1 * worst
     return total
 
 
@@ -142,10 +154,21 @@ class JobProfile:
     min_bandwidth_kstar: float  # b(K*), bytes/s
     single_gpu_exec: float  # E(1), seconds
     ideal_execution: float  # E(K*) with every hop intra-region (Eq. 13's optimum), seconds
+    # the performance model these numbers come from (MODELS), and the backward pass's
+    # coefficient: under "paper" the backward pass mirrors the forward one (None)
+    model: str = "paper"
+    backward_coeff: float | None = None
 
     def t_comp(self, n_gpus: int) -> float:
-        """Per-stage compute time of one micro-batch with ``n_gpus`` stages (seconds)."""
+        """Per-stage compute time of one micro-batch with ``n_gpus`` stages (seconds): the
+        forward pass's (Eq. 1's ``t_comp``, which the paper's backward pass mirrors)."""
         return self.compute_coeff / n_gpus + self.stage_overhead
+
+    def t_bwd(self, n_gpus: int) -> float:
+        """Per-stage backward time of one micro-batch with ``n_gpus`` stages (seconds):
+        ``t_comp`` under the paper's model, its own coefficient under the physical one."""
+        coeff = self.compute_coeff if self.backward_coeff is None else self.backward_coeff
+        return coeff / n_gpus + self.stage_overhead
 
     def min_bandwidth(self, n_gpus: int) -> float:
         """``b(L) = A / t_comp(L)``: the bandwidth under which a hop stalls the pipeline."""
@@ -171,8 +194,15 @@ class ProfileCache:
         self._floors: dict[tuple[object, ...], tuple[int, ...]] = {}
         self._startable: dict[tuple[object, ...], bool] = {}
 
-    def get(self, job: Job, reference_intra_bandwidth: float) -> JobProfile:
-        """The job's profile, computed on first sight of its shape."""
+    def get(
+        self,
+        job: Job,
+        reference_intra_bandwidth: float,
+        model: str = "paper",
+        recompute: bool = True,
+    ) -> JobProfile:
+        """The job's profile under ``model`` (:func:`profile_job`), computed on first sight of
+        its shape."""
         key = (
             job.model,
             job.samples,
@@ -180,10 +210,14 @@ class ProfileCache:
             job.epochs,
             job.constants,
             reference_intra_bandwidth,
+            model,
+            recompute and model == "physical",  # the paper's model ignores it
         )
         prof = self._profiles.get(key)
         if prof is None:
-            prof = self._profiles[key] = profile_job(job, reference_intra_bandwidth)
+            prof = self._profiles[key] = profile_job(
+                job, reference_intra_bandwidth, model, recompute
+            )
             return prof
         if prof.job is job:
             return prof
@@ -191,14 +225,16 @@ class ProfileCache:
         out.__dict__.update(prof.__dict__, job=job)
         return out
 
-    def memory_floors(self, profile: JobProfile, gpu_memory: tuple[float, ...]) -> tuple[int, ...]:
+    def memory_floors(
+        self, profile: JobProfile, gpu_memory: tuple[float, ...], recompute: bool = True
+    ) -> tuple[int, ...]:
         """:func:`~bacepipe_env.core.memory.memory_floors`, remembered by job shape and
         cluster memory."""
         job = profile.job
-        key = (job.model, job.batch, job.constants, gpu_memory)
+        key = (job.model, job.batch, job.constants, gpu_memory, recompute)
         floors = self._floors.get(key)
         if floors is None:
-            floors = self._floors[key] = memory_floors(profile, gpu_memory)
+            floors = self._floors[key] = memory_floors(profile, gpu_memory, recompute)
         return floors
 
     def startable(self, floors: tuple[int, ...], capacity: tuple[int, ...], k_star: int) -> bool:
@@ -214,30 +250,50 @@ class ProfileCache:
         return len(self._profiles)
 
 
-def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
-    """Derive a job's :class:`JobProfile`.
+def profile_job(
+    job: Job, reference_intra_bandwidth: float, model: str = "paper", recompute: bool = True
+) -> JobProfile:
+    """Derive a job's :class:`JobProfile` under performance ``model`` (:data:`MODELS`).
 
     ``reference_intra_bandwidth`` (bytes/s) is the intra-region bandwidth Eq. (13) assumes for
     every hop: the cluster's largest region's (semantics §3). K* is the smallest minimiser of
     ``t_iter(k)`` over ``1 <= k <= n_layers`` (a stage holds at least one layer).
+
+    ``"paper"``: Eq. (1), ``2 N`` FLOPs per token forward over the total parameters N, the
+    backward pass its mirror. ``"physical"`` (semantics §3d): ``2 N_a`` forward and ``4 N_a``
+    backward over the active parameters N_a, plus ``2 N_a`` more when activations are
+    recomputed (``recompute``, which the memory model assumes), the backward pass timed on its
+    own (:func:`physical_pipeline_iteration_time`).
     """
+    if model not in MODELS:
+        raise ScenarioError("model", model, f"unknown model; choose from: {', '.join(MODELS)}")
     c = job.constants
-    model = job.model
+    spec = job.model
     n_micro = job.batch // c.micro_batch
     iterations = math.ceil(job.samples / job.batch) * job.epochs
-    activation = float(c.micro_batch * c.seq_len * model.hidden * c.bytes_per_value)
-    coeff = 2.0 * model.params * c.micro_batch * c.seq_len / (c.peak_flops * c.mfu)
+    activation = float(c.micro_batch * c.seq_len * spec.hidden * c.bytes_per_value)
+    physical = model == "physical"
+    flop_params = spec.active if physical else spec.params
+    coeff = 2.0 * flop_params * c.micro_batch * c.seq_len / (c.peak_flops * c.mfu)
+    back = coeff * (3.0 if recompute else 2.0) if physical else None
     hop = activation / reference_intra_bandwidth
 
     def t_comp(n: int) -> float:
         return coeff / n + c.stage_overhead
 
+    def t_iter(k: int) -> float:  # k equal stages, k - 1 equal intra-region hops
+        hops = ((k - 1) * hop, hop if k > 1 else 0.0)
+        if back is None:
+            return pipeline_iteration_time(t_comp(k), hops[0], hops[1], k, n_micro)
+        t_bwd = back / k + c.stage_overhead
+        return physical_pipeline_iteration_time(t_comp(k), t_bwd, k, n_micro, hops, hops)
+
     best_k, best_t = 1, math.inf
-    for k in range(1, model.n_layers + 1):  # Eq. (13); Eq. (1) with k - 1 equal hops
-        t = pipeline_iteration_time(t_comp(k), (k - 1) * hop, hop if k > 1 else 0.0, k, n_micro)
+    for k in range(1, spec.n_layers + 1):  # Eq. (13)
+        t = t_iter(k)
         if t < best_t:
             best_k, best_t = k, t
-    single = iterations * iteration_time(t_comp(1), [], 1, n_micro)
+    single = iterations * t_iter(1)
     if not (math.isfinite(single) and math.isfinite(activation / hop if hop else 0.0)):
         # every input is in its documented range, but a toy FLOP rate or MFU near 0 with a
         # huge model can still overflow: name the job rather than run on infinities
@@ -258,6 +314,8 @@ def profile_job(job: Job, reference_intra_bandwidth: float) -> JobProfile:
         min_bandwidth_kstar=activation / t_comp(best_k),
         single_gpu_exec=single,
         ideal_execution=iterations * best_t,
+        model=model,
+        backward_coeff=back,
     )
 
 
@@ -286,13 +344,60 @@ def placement_comm_times(
     return times
 
 
+def placement_iteration_time(
+    profile: JobProfile,
+    cluster: Cluster,
+    path: Sequence[int],
+    gpus: Sequence[int],
+    bandwidth_rows: Sequence[Sequence[float]] | None = None,
+) -> float:
+    """One iteration of ``profile``'s job on a placement (seconds), by the model the profile
+    was made under: Eq. (1) on :func:`placement_comm_times` for ``"paper"``; for
+    ``"physical"``, :func:`physical_pipeline_iteration_time` with the forward hops on the
+    path's links, the backward hops on their reverse links (``A / B[v, u]``) and each
+    direction's latencies once. ``bandwidth_rows`` as for :func:`placement_comm_times`."""
+    if profile.model == "paper":
+        comm = placement_comm_times(profile, cluster, path, gpus, bandwidth_rows)
+        n = sum(gpus)
+        return iteration_time(profile.t_comp(n), comm, n, profile.n_micro)
+    a = profile.activation_bytes
+    rows = cluster.bandwidth_rows if bandwidth_rows is None else bandwidth_rows
+    fwd: list[float] = []
+    bwd: list[float] = []
+    lat_f = lat_b = 0.0
+    for i, (r, g) in enumerate(zip(path, gpus)):
+        if i:
+            u = path[i - 1]
+            fwd.append(a / rows[u][r])
+            bwd.append(a / rows[r][u])
+            lat_f += float(cluster.latency[u, r])
+            lat_b += float(cluster.latency[r, u])
+        if g > 1:
+            hop = a / cluster.regions[r].intra_bandwidth
+            fwd.extend([hop] * (g - 1))
+            bwd.extend([hop] * (g - 1))
+    n = sum(gpus)
+    return physical_pipeline_iteration_time(
+        profile.t_comp(n),
+        profile.t_bwd(n),
+        n,
+        profile.n_micro,
+        (math.fsum(fwd), max(fwd, default=0.0)),
+        (math.fsum(bwd), max(bwd, default=0.0)),
+        (lat_f, lat_b),
+    )
+
+
 def preview_iteration_time(
     profile: JobProfile, cluster: Cluster, path: Sequence[int], gpus: Sequence[int]
 ) -> float:
     """Eq. (1) for a placement from its hop *types* instead of its L - 1 hops: equal to
     ``iteration_time(t_comp, placement_comm_times(...), L, M)`` up to floating-point rounding
     in the sum. For observation features, where an O(regions) cost matters and the last bit
-    does not; the simulator itself uses the exact form."""
+    does not; the simulator itself uses the exact form. A physical profile is timed exactly
+    (:func:`placement_iteration_time`)."""
+    if profile.model != "paper":
+        return placement_iteration_time(profile, cluster, path, gpus)
     a = profile.activation_bytes
     n = sum(gpus)
     t_comp = profile.t_comp(n)

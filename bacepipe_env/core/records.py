@@ -152,6 +152,7 @@ class RunResult:
     gpu_hours: float = 0.0  # every GPU-hour held, useful + wasted
     preemption: str = "none"  # the preemption rule the run used (semantics §3c)
     n_preemptions: int = 0  # attempts a preemption ended
+    model: str = "paper"  # the performance model the world ran by (semantics §3d)
 
     @property
     def throughput(self) -> float:
@@ -188,6 +189,7 @@ class RunResult:
             "prices": self.prices,
             "start_hour": self.start_hour,
             "egress": self.egress,
+            "model": self.model,
             "jobs": [r.to_dict(names) for r in self.records],
         }
 

@@ -125,10 +125,31 @@ class Scenario:
 
     @cached_property
     def profiles(self) -> dict[int, JobProfile]:
-        """Job id -> :class:`JobProfile`, computed once per scenario (the Job Parser's work)."""
+        """Job id -> :class:`JobProfile` as the schedulers estimate it (the Job Parser's work),
+        under ``world.estimate_model``: the paper's Eq. (1) unless ``scheduler_model`` is
+        ``"world"``. Computed once per scenario."""
+        return self._profiles_under(self.world.estimate_model)
+
+    @cached_property
+    def world_profiles(self) -> dict[int, JobProfile]:
+        """Job id -> :class:`JobProfile` under the model the world runs by (``world.model``):
+        what a started job's run time and bookings come from. The very dict of
+        :attr:`profiles` when the two models are one."""
+        if self.world.model == self.world.estimate_model:
+            return self.profiles
+        return self._profiles_under(self.world.model)
+
+    def _profiles_under(self, model: str) -> dict[int, JobProfile]:
         ref = self.cluster.regions[self.cluster.largest_region].intra_bandwidth
-        get = self._shapes.get
-        return {j.job_id: get(j, ref) for j in self.jobs}
+        get, recompute = self._shapes.get, self.world.recompute
+        return {j.job_id: get(j, ref, model, recompute) for j in self.jobs}
+
+    @cached_property
+    def usable_memory(self) -> tuple[float, ...]:
+        """GPU memory per region that a job's stages may fill (bytes): each GPU's memory less
+        the runtime reserve (``world.reserve_bytes``; none under the paper's model)."""
+        reserve = self.world.reserve_bytes
+        return tuple(max(0.0, m - reserve) for m in self.cluster.gpu_memory)
 
     @cached_property
     def memory_floors(self) -> dict[int, tuple[int, ...]]:
@@ -138,17 +159,15 @@ class Scenario:
         if self.ignore_memory:
             ones = (1,) * k
             return {j.job_id: ones for j in self.jobs}
-        mem, floors, profiles = (
-            tuple(self.cluster.gpu_memory),
-            self._shapes.memory_floors,
-            self.profiles,
-        )
-        return {j.job_id: floors(profiles[j.job_id], mem) for j in self.jobs}
+        mem, floors, profiles = self.usable_memory, self._shapes.memory_floors, self.profiles
+        recompute = self.world.recompute
+        return {j.job_id: floors(profiles[j.job_id], mem, recompute) for j in self.jobs}
 
     def _check_memory(self) -> None:
         """Reject a job that no set of regions can ever hold in GPU memory."""
         capacity = tuple(self.cluster.capacity)
-        memory = self.cluster.gpu_memory
+        memory = self.usable_memory
+        recompute = self.world.recompute
         startable = self._shapes.startable
         for job in self.jobs:
             prof = self.profiles[job.job_id]
@@ -157,7 +176,9 @@ class Scenario:
                 continue
             n_layers = job.model.n_layers
             usable = sorted(
-                (f, r) for r, f in enumerate(floors) if layers_per_stage(prof, memory[r]) > 0
+                (f, r)
+                for r, f in enumerate(floors)
+                if layers_per_stage(prof, memory[r], recompute) > 0
             )
             if not usable:
                 reason = f"not one of its {n_layers} layers fits in a {max(memory) / 1e9:g} GB GPU"
@@ -170,7 +191,7 @@ class Scenario:
                 largest, floor, r = closest
                 reason = (
                     f"needs {floor} GPUs to fit in GPU memory "
-                    f"({layers_per_stage(prof, memory[r])} of {n_layers} layers per "
+                    f"({layers_per_stage(prof, memory[r], recompute)} of {n_layers} layers per "
                     f"{memory[r] / 1e9:g} GB GPU) but the largest placement possible is "
                     f"{largest} GPUs"
                 )

@@ -38,11 +38,11 @@ from ..errors import PlacementError, SimulationError, ValidationError, choices
 from .attempts import MAX_ATTEMPTS, Running
 from .faults import Attempt, FaultState
 from .limits import HORIZON_H, HORIZON_S
-from .perf import JobProfile, iteration_time, placement_comm_times
+from .perf import JobProfile, placement_iteration_time
 from .placement import Placement
 from .preemption import PreemptionRule, make_preemption
 from .records import JobRecord, RunResult, check_finite, percentile
-from .state import SimulationState
+from .state import BANDWIDTH_RTOL, SimulationState
 from .units import SECONDS_PER_HOUR, hours, hours_text
 from .validate import require_int
 from .views import OrderingPolicy, PlacementPolicy, Release, SchedulerView
@@ -63,11 +63,6 @@ __all__ = [
 # Event kinds, in their order at one instant: completions, then faults, then arrivals, then
 # wake-ups (a running attempt has run long enough to be preempted: a decision point, semantics §3c).
 _COMPLETION, _FAULT, _ARRIVAL, _WAKE = 0, 1, 2, 3
-
-#: A placement may reserve up to this relative amount more than a link's residual bandwidth:
-#: Alg. 1 checks ``A / b <= t_comp(g)`` while the ledger books ``b(g) = A / t_comp(g)``, and the
-#: two can differ in the last bit.
-BANDWIDTH_RTOL = 1e-9
 
 
 class Simulator(SimulationState):
@@ -405,6 +400,7 @@ class Simulator(SimulationState):
             wasted_gpu_hours=hours(math.fsum(r.wasted_gpu_seconds for r in recs)),
             wasted_cost=math.fsum(r.wasted_cost for r in recs),
             gpu_hours=hours(busy),
+            model=self.scenario.world.model,
         )
         check_finite(out)
         return out
@@ -485,8 +481,8 @@ class Simulator(SimulationState):
 
     def _start(self, job_id: int, p: Placement) -> None:
         self._version += 1
-        prof = self._profiles[job_id]
-        execution = self.execution_time(job_id, p)  # Eq. (2)
+        prof = self._world_profiles[job_id]  # the world runs by its own model
+        execution = self.world_execution_time(job_id, p)  # Eq. (2)
         reserved = prof.min_bandwidth(p.n_gpus) if len(p.path) > 1 else 0.0  # b(L_j)
         self._ledger.take(job_id, p, reserved)
         self._queue.start(job_id)
@@ -554,7 +550,7 @@ class Simulator(SimulationState):
         """The finished job's :class:`JobRecord`; ``run`` is its last (completed) attempt."""
         self._accounts.record(
             self._jobs[job_id],
-            self._profiles[job_id],
+            self._world_profiles[job_id],
             self._floors[job_id],
             run,
             attempts,
@@ -616,11 +612,10 @@ class Simulator(SimulationState):
     def _new_speed(self, job_id: int, run: Running) -> None:
         """Eq. (1) again on the links' capacity now, for the rest of the attempt's work."""
         assert run.segments is not None
-        prof = self._profiles[job_id]
+        prof = self._world_profiles[job_id]
         p = run.placement
         rows = self._ledger.capacity_now
-        comm = placement_comm_times(prof, self._cluster, p.path, p.gpus, rows)
-        t_iter = iteration_time(prof.t_comp(p.n_gpus), comm, p.n_gpus, prof.n_micro)
+        t_iter = placement_iteration_time(prof, self._cluster, p.path, p.gpus, rows)
         now = self._time
         if now <= run.compute_start:  # still restarting: the whole computation is ahead
             start = run.compute_start
@@ -652,7 +647,7 @@ class Simulator(SimulationState):
         book, recovery = self._book, self._recovery
         assert book is not None
         n = self._accounts.close_attempt(
-            book, job_id, run, end, outcome, recovery, self._profiles[job_id]
+            book, job_id, run, end, outcome, recovery, self._world_profiles[job_id]
         )
         if outcome != "completed" and n >= MAX_ATTEMPTS:
             rate = 0.0 if self.faults is None else self.faults.gpu_failure_rate

@@ -29,7 +29,7 @@ from .cluster import Cluster
 from .faults import FaultModel, FaultState
 from .ledger import Ledger
 from .limits import HORIZON_H, HORIZON_S
-from .perf import JobProfile, iteration_time, placement_comm_times
+from .perf import JobProfile, placement_iteration_time
 from .placement import Placement
 from .preemption import Beneficiary, PreemptionRule, PreemptionView, RunningJob, make_preemption
 from .queue import PendingQueue
@@ -38,11 +38,17 @@ from .tariff import Tariff
 from .units import SECONDS_PER_HOUR, hours_text
 from .views import PlacementPolicy, Release, SchedulerView, StateView
 
-__all__ = ["SimulationState"]
+__all__ = ["BANDWIDTH_RTOL", "SimulationState"]
 
 #: The checkpoint, restart and preemption settings of a scenario without a fault model.
 _DEFAULT_RECOVERY = FaultModel()
 _MISSING = object()
+
+
+#: A placement may reserve up to this relative amount more than a link's residual bandwidth:
+#: Alg. 1 checks ``A / b <= t_comp(g)`` while the ledger books ``b(g) = A / t_comp(g)``, and the
+#: two can differ in the last bit.
+BANDWIDTH_RTOL = 1e-9
 
 
 class SimulationState:
@@ -93,7 +99,10 @@ class SimulationState:
         self._wake_s = float(wake)
         self.validate = validate
         self._cluster = cluster = scenario.cluster
-        self._profiles = scenario.profiles
+        self._profiles = scenario.profiles  # the schedulers' estimates
+        self._world_profiles = scenario.world_profiles  # what the world runs by
+        # the physical model books the backward pass's reverse links too (semantics §3d)
+        self._two_way = scenario.world.model == "physical"
         self._floors = scenario.memory_floors
         self._memory = not scenario.ignore_memory
         self._jobs = {j.job_id: j for j in scenario.jobs}
@@ -126,7 +135,12 @@ class SimulationState:
     def reset(self) -> None:
         """Back to time zero: the cluster idle, no job pending, running or finished."""
         self._time = 0.0
-        self._ledger = Ledger(self._cluster, self._caches.rows_type, self.faults is not None)
+        self._ledger = Ledger(
+            self._cluster,
+            self._caches.rows_type,
+            self.faults is not None,
+            two_way=self._two_way,
+        )
         self._queue.reset()
         self._running: dict[int, Running] = {}  # job id -> its attempt, in start order
         self._accounts = Accounts(self._cluster, self.scenario.tariff)
@@ -294,12 +308,15 @@ class SimulationState:
         return all(n >= floors[r] for r in placement.path)
 
     def execution_time(self, job_id: int, placement: Placement) -> float:
-        """Eq. (2): the job's execution time on ``placement`` (seconds), ``I * t_iter``."""
+        """Eq. (2): the job's execution time on ``placement`` (seconds), ``I * t_iter``, as
+        the schedulers estimate it (:meth:`iteration_time`)."""
         return self._profiles[job_id].iterations * self.iteration_time(job_id, placement)
 
     def iteration_time(self, job_id: int, placement: Placement) -> float:
         """Eq. (1): one iteration of the job on ``placement`` (seconds), on the links'
-        capacities now (they differ from the nominal ones only under a link change)."""
+        capacities now (they differ from the nominal ones only under a link change), as the
+        schedulers estimate it: by the paper's model unless ``scheduler_model`` is
+        ``"world"`` (the world's own time is :meth:`world_execution_time`)."""
         memo = self._caches.iteration_times if self.faults is None else None  # nominal links
         if memo is not None:
             got = memo.get((job_id, placement))
@@ -307,14 +324,36 @@ class SimulationState:
                 return got
         prof = self._profiles[job_id]
         rows = None if self.faults is None else self._ledger.capacity_now
-        comm = placement_comm_times(prof, self._cluster, placement.path, placement.gpus, rows)
-        n = placement.n_gpus
-        t = iteration_time(prof.t_comp(n), comm, n, prof.n_micro)
+        t = placement_iteration_time(prof, self._cluster, placement.path, placement.gpus, rows)
         if memo is not None:
             memo[(job_id, placement)] = t
             if len(memo) > MEMO_SIZE:
                 del memo[next(iter(memo))]  # the oldest first
         return t
+
+    def world_execution_time(self, job_id: int, placement: Placement) -> float:
+        """The job's execution time on ``placement`` (seconds) by the model the world runs by
+        (``world.model``), on the links' capacities now: what a start books. The same as
+        :meth:`execution_time` when the schedulers estimate with the world's model."""
+        prof = self._world_profiles[job_id]
+        if prof is self._profiles[job_id]:
+            return self.execution_time(job_id, placement)
+        rows = None if self.faults is None else self._ledger.capacity_now
+        t = placement_iteration_time(prof, self._cluster, placement.path, placement.gpus, rows)
+        return prof.iterations * t
+
+    def world_links_fit(
+        self, job_id: int, placement: Placement, residual: tuple[tuple[float, ...], ...]
+    ) -> bool:
+        """Whether the links of ``placement`` can carry what the job books under the world's
+        model, ``b(L)`` by the world's profile, on ``residual`` (which under the physical
+        model is already what both directions can carry). Always true when the schedulers
+        estimate with the world's model: the placement policy checked that very need."""
+        prof = self._world_profiles[job_id]
+        if prof is self._profiles[job_id] or len(placement.path) < 2:
+            return True
+        need = prof.min_bandwidth(placement.n_gpus)
+        return all(need <= residual[u][v] * (1.0 + BANDWIDTH_RTOL) for u, v in placement.links)
 
     def next_release(self) -> Release | None:
         """The state right after the earliest running job finishes (every job finishing at
@@ -366,6 +405,8 @@ class SimulationState:
         p = policy.place(view, job_id)
         if p is None or not p.path or not self.fits(job_id, p):
             p = None
+        elif not self.world_links_fit(job_id, p, residual):
+            p = None  # the world's model needs more bandwidth than the policy's estimate
         if memo_on:
             memo[key] = p
             if len(memo) > caches.memo_size:
@@ -578,12 +619,16 @@ class SimulationState:
         return view
 
     def _least_remaining(self, job_id: int) -> float:
-        """A lower bound on the job's remaining time on any placement: Eq. (1) with no
-        communication and K* GPUs' per-stage compute (``L t_comp(L) >= coeff + c0`` and
-        ``Delta >= t_comp(K*)`` for every ``L <= K*``), times its iterations left."""
+        """A lower bound on the job's remaining time on any placement, as the schedulers
+        estimate it: the iteration with no communication and K* GPUs' per-stage compute
+        (``L t(L) >= coeff + c0`` and ``Delta >= t(K*)`` for every ``L <= K*``, forward and
+        backward), times its iterations left."""
         book = self._book
         assert book is not None
         p = self._profiles[job_id]
-        floor = 2.0 * (p.compute_coeff + p.stage_overhead + (p.n_micro - 1) * p.t_comp(p.k_star))
+        m1, k = p.n_micro - 1, p.k_star
+        forward = p.compute_coeff + p.stage_overhead + m1 * p.t_comp(k)
+        back = p.compute_coeff if p.backward_coeff is None else p.backward_coeff
+        floor = forward + (back + p.stage_overhead + m1 * p.t_bwd(k))
         restart = self._recovery.restart_s if book.has_run(job_id) else 0.0
         return restart + book.iters_left[job_id] * floor

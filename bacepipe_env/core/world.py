@@ -33,9 +33,25 @@ from .faults import (
     LOSE_SINCE_CHECKPOINT,
 )
 from .limits import LIMITS, Limit, check_limit
+from .memory import MODEL_RESERVE_GB
+from .perf import MODELS, SCHEDULER_MODELS
 from .preemption import PREEMPTION_RULES, check_preemption
 from .tariff import DEFAULT_EGRESS_USD_PER_GB, HOURS_PER_YEAR, PRICE_MODELS
 from .validate import require_float
+from .world_flags import (
+    LinkChange,
+    Outage,
+    choice_flag,
+    each,
+    flag_number,
+    number_flag,
+    number_text,
+    parse_link_degrade,
+    parse_outage,
+    preempt_checkpoint_flag,
+    preemption_flag,
+    start_hour_flag,
+)
 
 __all__ = [
     "KNOBS",
@@ -54,9 +70,6 @@ __all__ = [
 #: The longest calendar of announced jobs, in hours (``announce_h``): 1e6 h, as for
 #: ``lookahead="announced:H"``.
 MAX_ANNOUNCE_H = 1e6
-
-Outage = tuple[str, float, float]  # (region, start_h, end_h)
-LinkChange = tuple[str, str, float, float, float]  # (src, dst, factor, start_h, end_h)
 
 
 def check_announce_h(value: Any, field: str = "announce_h") -> float:
@@ -172,117 +185,6 @@ def _items(value: Any, field: str) -> Sequence[Any]:
     return value
 
 
-# ------------------------------------------------------------------------------ flags
-# Each takes a flag's text and returns the value, or raises a one-line ValidationError naming
-# the flag; the value is then checked by the knob's row like any other.
-
-
-def number_text(limit: Limit) -> str:
-    """``must be a number in [a, b] unit``: what a flag of ``limit``'s range must be."""
-    unit = f" {limit.unit}" if limit.unit else ""
-    kind = "a whole number" if limit.integer else "a number"
-    return f"must be {kind} in {limit.text()}{unit}"
-
-
-def flag_number(flag: str, text: Any, key: str | Limit) -> Any:
-    """A flag's text as a number inside ``LIMITS[key]`` (or the Limit ``key``), the one range
-    the scenario file's field of that meaning has; else a one-line ValidationError naming the
-    flag and the range."""
-    limit = LIMITS[key] if isinstance(key, str) else key
-    try:
-        number: float = int(text) if limit.integer else float(text)
-    except (TypeError, ValueError, OverflowError):
-        try:  # "1e3" for a count
-            number = float(text)
-        except (TypeError, ValueError):
-            raise ValidationError(flag, text, number_text(limit)) from None
-    try:
-        return check_limit(flag, number, limit=limit, exc=ValidationError)
-    except ValidationError:
-        raise ValidationError(flag, text, number_text(limit)) from None
-
-
-def _number_flag(key: str | Limit) -> Callable[[str, Any], Any]:
-    return lambda flag, text: flag_number(flag, text, key)
-
-
-def _choice_flag(names: Sequence[str]) -> Callable[[str, Any], Any]:
-    def parse(flag: str, text: Any) -> Any:
-        if text not in names:
-            raise ValidationError(flag, text, f"choose from: {', '.join(names)}")
-        return text
-
-    return parse
-
-
-def _start_hour_flag(flag: str, text: Any) -> float | str:
-    if str(text).strip() == "random":
-        return "random"
-    reason = f"must be an hour of 2023, 0 <= H < {HOURS_PER_YEAR}, or 'random'"
-    try:
-        hour = float(text)
-    except ValueError:
-        raise ValidationError(flag, text, reason) from None
-    if not 0 <= hour < HOURS_PER_YEAR:  # also NaN
-        raise ValidationError(flag, text, reason)
-    return hour
-
-
-def _preemption_flag(flag: str, text: Any) -> str:
-    try:
-        return check_preemption(text, field=flag)
-    except ValidationError as err:
-        raise ValidationError(flag, text, err.reason) from None
-
-
-def _preempt_checkpoint_flag(flag: str, text: Any) -> float | str:
-    if text == LOSE_SINCE_CHECKPOINT:
-        return LOSE_SINCE_CHECKPOINT
-    try:
-        return flag_number(flag, text, "preempt_checkpoint_s")  # type: ignore[no-any-return]
-    except ValidationError:
-        raise ValidationError(
-            flag, text, f"must be seconds in [0, 10,000,000] or {LOSE_SINCE_CHECKPOINT}"
-        ) from None
-
-
-def _windowed(flag: str, spec: str, start: str, end: str) -> tuple[float, float]:
-    t0 = flag_number(f"{flag} START_H", start, "events.start_h")
-    t1 = flag_number(f"{flag} END_H", end, "events.end_h")
-    if t1 <= t0:
-        raise ValidationError(flag, spec, "END_H must be after START_H")
-    return t0, t1
-
-
-def parse_outage(spec: str, flag: str = "--outage") -> Outage:
-    """``--outage EU-West:5:8`` -> ``("EU-West", 5.0, 8.0)``; the region is checked when the
-    scenario loads."""
-    fields = spec.split(":")
-    if len(fields) != 3 or not fields[0].strip():
-        raise ValidationError(flag, spec, "expected REGION:START_H:END_H, e.g. EU-West:5:8")
-    region, start, end = (f.strip() for f in fields)
-    return (region, *_windowed(flag, spec, start, end))
-
-
-def parse_link_degrade(spec: str, flag: str = "--link-degrade") -> LinkChange:
-    """``--link-degrade EU-West:US-East-2:0.5:2:6`` -> ``("EU-West", "US-East-2", 0.5, 2.0,
-    6.0)``; the regions are checked when the scenario loads."""
-    fields = spec.split(":")
-    if len(fields) != 5 or not fields[0].strip() or not fields[1].strip():
-        raise ValidationError(
-            flag, spec, "expected SRC:DST:FACTOR:START_H:END_H, e.g. EU-West:US-East-2:0.5:2:6"
-        )
-    src, dst, factor, start, end = (f.strip() for f in fields)
-    if src == dst:
-        raise ValidationError(flag, spec, "a link joins two different regions")
-    f = flag_number(f"{flag} FACTOR", factor, "events.factor (link)")
-    return (src, dst, f, *_windowed(flag, spec, start, end))
-
-
-def _each(parse: Callable[[str, str], Any]) -> Callable[[str, Any], Any]:
-    return lambda flag, texts: tuple(parse(text, flag) for text in texts)
-
-
 # ------------------------------------------------------------------------------ the table
 
 
@@ -347,7 +249,7 @@ KNOBS: Mapping[str, Knob] = {
             help="multiply every inter-region link (not the intra-region bandwidth)",
             default=1.0,
             check=_limited("bandwidth_scale"),
-            parse=_number_flag("bandwidth_scale"),
+            parse=number_flag("bandwidth_scale"),
             metavar="X",
             scope="simulate",
             paper="0.3, 0.9, 1.5",
@@ -361,7 +263,7 @@ KNOBS: Mapping[str, Knob] = {
             help="multiply every region's GPUs, rounded half up, at least 1",
             default=1.0,
             check=_limited("gpu_scale"),
-            parse=_number_flag("gpu_scale"),
+            parse=number_flag("gpu_scale"),
             metavar="X",
             scope="simulate",
             paper="0.5, 0.75, 1.25",
@@ -376,7 +278,7 @@ KNOBS: Mapping[str, Knob] = {
             "or cycled (None: the scenario's)",
             default=None,
             check=_limited("workload.n_jobs", optional=True),
-            parse=_number_flag("workload.n_jobs"),
+            parse=number_flag("workload.n_jobs"),
             metavar="N",
             scope="simulate",
             paper="8 ... 24",
@@ -404,7 +306,7 @@ KNOBS: Mapping[str, Knob] = {
             help="when an offered placement starts (semantics §3b)",
             default="greedy",
             check=_choice(tuple(ADMISSION_RULES), "rule"),
-            parse=_choice_flag(tuple(ADMISSION_RULES)),
+            parse=choice_flag(tuple(ADMISSION_RULES)),
             metavar="RULE",
         ),
         Knob(
@@ -418,7 +320,7 @@ KNOBS: Mapping[str, Knob] = {
             "around each region's price (semantics §10)",
             default="flat",
             check=_choice(tuple(PRICE_MODELS), "price model"),
-            parse=_choice_flag(tuple(PRICE_MODELS)),
+            parse=choice_flag(tuple(PRICE_MODELS)),
             metavar="MODEL",
         ),
         Knob(
@@ -432,7 +334,7 @@ KNOBS: Mapping[str, Knob] = {
             "seed); matters under hourly prices",
             default=0.0,
             check=_start_hour,
-            parse=_start_hour_flag,
+            parse=start_hour_flag,
             metavar="H",
         ),
         Knob(
@@ -446,7 +348,7 @@ KNOBS: Mapping[str, Knob] = {
             "inter-region; None: no charge)",
             default=None,
             check=_egress,
-            parse=_number_flag(dataclasses.replace(LIMITS["egress_usd_per_gb"], open_low=True)),
+            parse=number_flag(dataclasses.replace(LIMITS["egress_usd_per_gb"], open_low=True)),
             metavar="USD_PER_GB",
             const=DEFAULT_EGRESS_USD_PER_GB,
         ),
@@ -460,7 +362,7 @@ KNOBS: Mapping[str, Knob] = {
             "rate that keeps this fraction of the GPUs busy (None: the scenario's rate)",
             default=None,
             check=_limited("workload.load", optional=True),
-            parse=_number_flag("workload.load"),
+            parse=number_flag("workload.load"),
             metavar="X",
         ),
         Knob(
@@ -484,7 +386,7 @@ KNOBS: Mapping[str, Knob] = {
             "elsewhere or later; adds to the file's events (semantics §11)",
             default=(),
             check=_outages,
-            parse=_each(parse_outage),
+            parse=each(parse_outage),
             metavar="REGION:START_H:END_H",
             repeat=True,
         ),
@@ -499,7 +401,7 @@ KNOBS: Mapping[str, Knob] = {
             "adds to the file's events (semantics §11)",
             default=(),
             check=_link_changes,
-            parse=_each(parse_link_degrade),
+            parse=each(parse_link_degrade),
             metavar="SRC:DST:FACTOR:START_H:END_H",
             repeat=True,
         ),
@@ -513,7 +415,7 @@ KNOBS: Mapping[str, Knob] = {
             f"~{LLAMA3_FAILURE_RATE:.1e}; semantics §11)",
             default=0.0,
             check=_limited("gpu_failure_rate"),
-            parse=_number_flag("gpu_failure_rate"),
+            parse=number_flag("gpu_failure_rate"),
             metavar="PER_GPU_HOUR",
         ),
         Knob(
@@ -525,7 +427,7 @@ KNOBS: Mapping[str, Knob] = {
             help="a job checkpoints every this many seconds of computing",
             default=DEFAULT_CHECKPOINT_INTERVAL_S,
             check=_limited("checkpoint_interval_s"),
-            parse=_number_flag("checkpoint_interval_s"),
+            parse=number_flag("checkpoint_interval_s"),
             metavar="S",
         ),
         Knob(
@@ -537,7 +439,7 @@ KNOBS: Mapping[str, Knob] = {
             help="seconds to restore the checkpoint on every attempt after the first",
             default=DEFAULT_RESTART_S,
             check=_limited("restart_s"),
-            parse=_number_flag("restart_s"),
+            parse=number_flag("restart_s"),
             metavar="S",
         ),
         Knob(
@@ -552,7 +454,7 @@ KNOBS: Mapping[str, Knob] = {
             "(semantics §3c)",
             default="none",
             check=_preemption,
-            parse=_preemption_flag,
+            parse=preemption_flag,
             metavar="RULE",
         ),
         Knob(
@@ -566,7 +468,7 @@ KNOBS: Mapping[str, Knob] = {
             "periodic checkpoint)",
             default=DEFAULT_PREEMPT_CHECKPOINT_S,
             check=_preempt_checkpoint,
-            parse=_preempt_checkpoint_flag,
+            parse=preempt_checkpoint_flag,
             metavar=f"S|{LOSE_SINCE_CHECKPOINT}",
         ),
         Knob(
@@ -578,7 +480,7 @@ KNOBS: Mapping[str, Knob] = {
             help="the most times one job may be preempted",
             default=DEFAULT_MAX_PREEMPTIONS,
             check=lambda value, field: int(check_limit("max_preemptions", value, field=field)),
-            parse=_number_flag("max_preemptions"),
+            parse=number_flag("max_preemptions"),
             metavar="N",
         ),
         Knob(
@@ -605,8 +507,67 @@ KNOBS: Mapping[str, Knob] = {
             "and the carbon (the paper counts GPUs alone: 1)",
             default=1.0,
             check=_limited(_PUE),
-            parse=_number_flag(_PUE),
+            parse=number_flag(_PUE),
             metavar="X",
+        ),
+        Knob(
+            "model",
+            "str",
+            ", ".join(MODELS),
+            "",
+            key="model",
+            flag="--model",
+            help="the performance model the world runs by: the paper's Eq. (1) as printed, or "
+            "the physical one (6N or 8N FLOPs per token over the active parameters, the "
+            "backward pass on the reverse links, both directions booked, latency once per "
+            "pipeline fill, a per-GPU runtime reserve; semantics §3d)",
+            default="paper",
+            check=_choice(MODELS, "model"),
+            parse=choice_flag(MODELS),
+            metavar="MODEL",
+        ),
+        Knob(
+            "scheduler_model",
+            "str",
+            ", ".join(SCHEDULER_MODELS),
+            "",
+            key="scheduler_model",
+            flag="--scheduler-model",
+            help="what the schedulers estimate with: the paper's Eq. (1) whatever the world "
+            "('paper'), or the world's own model ('world'), to measure the cost of the mismatch",
+            default="paper",
+            check=_choice(SCHEDULER_MODELS, "scheduler model"),
+            parse=choice_flag(SCHEDULER_MODELS),
+            metavar="WHICH",
+        ),
+        Knob(
+            "recompute",
+            "bool",
+            "true, false",
+            "",
+            key="recompute",
+            flag="--no-recompute",
+            help="activations are recomputed in the backward pass (the memory model's "
+            "assumption: only each stage's input is kept; under the physical model 2N more "
+            "FLOPs per token); the bare flag keeps every layer's activations instead",
+            default=True,
+            check=_bool,
+            const=False,
+        ),
+        Knob(
+            "gpu_reserve_gb",
+            "float or None",
+            *_limit("gpu_reserve_gb"),
+            key="gpu_reserve_gb",
+            flag="--gpu-reserve-gb",
+            help="GPU memory each GPU keeps for the runtime (CUDA context, communication "
+            f"buffers, fragmentation), out of the model's reach (None: the model's, "
+            f"{MODEL_RESERVE_GB['paper']:g} GB under paper, {MODEL_RESERVE_GB['physical']:g} GB "
+            "under physical)",
+            default=None,
+            check=_limited("gpu_reserve_gb", optional=True),
+            parse=number_flag("gpu_reserve_gb"),
+            metavar="GB",
         ),
     )
 }
@@ -643,6 +604,10 @@ class World:
     max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
     announce_h: float = 0.0
     pue: float = 1.0
+    model: str = "paper"
+    scheduler_model: str = "paper"
+    recompute: bool = True
+    gpu_reserve_gb: float | None = None
 
     def __post_init__(self) -> None:
         for knob in KNOBS.values():
@@ -690,6 +655,19 @@ class World:
     def random_start(self) -> bool:
         """Whether the start hour is drawn from each seed."""
         return self.start_hour == "random"
+
+    @property
+    def reserve_bytes(self) -> float:
+        """GPU memory each GPU keeps for the runtime (bytes): ``gpu_reserve_gb``, else the
+        model's (:data:`~bacepipe_env.core.memory.MODEL_RESERVE_GB`)."""
+        gb = MODEL_RESERVE_GB[self.model] if self.gpu_reserve_gb is None else self.gpu_reserve_gb
+        return gb * 1e9
+
+    @property
+    def estimate_model(self) -> str:
+        """The performance model the schedulers estimate with: the paper's, or under
+        ``scheduler_model="world"`` the world's."""
+        return self.model if self.scheduler_model == "world" else "paper"
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -160,8 +160,9 @@ class RandomScenarioGenerator:
     its episode stream. Every GPU holds ``gpu_memory_gb``. Unless ``ignore_memory``, a job's
     model is drawn only among the models whose memory floor fits in the episode's largest
     region, so that every registered policy (single-region LCF and LDF included) can start
-    every job. ``preemption`` and ``announce_h`` (hours ahead a job is announced, default 0)
-    are every episode's scenario settings.
+    every job. ``preemption``, ``announce_h`` (hours ahead a job is announced, default 0),
+    ``model`` (the performance model the world runs by) and ``scheduler_model`` are every
+    episode's scenario settings.
     """
 
     n_regions: tuple[int, int] = (4, 8)
@@ -178,6 +179,8 @@ class RandomScenarioGenerator:
     carbon_range: tuple[float, float] | None = None
     preemption: str = "none"
     announce_h: float = 0.0
+    model: str = "paper"
+    scheduler_model: str = "paper"
     _profiles: ProfileCache = field(default_factory=ProfileCache, repr=False, compare=False)
     _world: World = field(default_factory=World, init=False, repr=False, compare=False)
     _paper: ScenarioTemplate = field(
@@ -231,15 +234,17 @@ class RandomScenarioGenerator:
             admission=self.admission,
             preemption=self.preemption,
             announce_h=self.announce_h,
+            model=self.model,
+            scheduler_model=self.scheduler_model,
         )
         object.__setattr__(self, "_world", world)
         object.__setattr__(self, "preemption", world.preemption)
         object.__setattr__(self, "announce_h", world.announce_h)
-        memory = self.gpu_memory_gb * 1e9
+        memory = self.gpu_memory_gb * 1e9 - world.reserve_bytes  # what the stages may fill
         floors = {}
         for name, (model, batch) in self._paper.models.items():
             probe = Job(0, model, "probe", 1, batch, constants=self._paper.constants)
-            floors[name] = memory_floor(profile_job(probe, 1.0), memory)
+            floors[name] = memory_floor(profile_job(probe, 1.0), memory, world.recompute)
         object.__setattr__(self, "_floors", floors)
 
     @property

@@ -53,7 +53,7 @@ _REGION_KEYS = {
     "carbon_g_per_kwh",
     "price_zone",
 }
-_MODEL_KEYS = {"name", "params", "layers", "hidden", "batch"}
+_MODEL_KEYS = {"name", "params", "layers", "hidden", "batch", "active_params", "source"}
 _DATASET_KEYS = {"name", "samples"}
 _JOB_KEYS = {"name", "model", "dataset", "submit_h", "epochs", "batch"}
 _WORKLOAD_KEYS = {
@@ -385,7 +385,10 @@ def _model(f: str, row: Mapping[str, Any]) -> tuple[ModelSpec, int]:
         key: check_limit(f"models.{key}", _get(f, row, key), field=f"{f}.{key}")
         for key in ("params", "layers", "hidden", "batch")
     }
-    model = ModelSpec(row["name"], v["params"], v["layers"], v["hidden"])
+    active = row.get("active_params")  # a mixture of experts: the parameters a token uses
+    if active is not None:
+        active = check_limit("models.params", active, field=f"{f}.active_params")
+    model = ModelSpec(row["name"], v["params"], v["layers"], v["hidden"], active)
     return model, v["batch"]
 
 

@@ -23,7 +23,7 @@ def test_a_hand_worked_physical_iteration() -> None:
     got = staged_iteration_time([1, 1, 1], [2, 2, 2], [0.5, 1.5], [0.25, 3.0], 4, [0.1, 0.2])
     assert got == pytest.approx(9.8 + 18.55)
     assert physical_pipeline_iteration_time(
-        1.0, 2.0, 3, 4, (2.0, 1.5), (3.25, 3.0), 0.3
+        1.0, 2.0, 3, 4, (2.0, 1.5), (3.25, 3.0), (0.3, 0.3)
     ) == pytest.approx(28.35)
 
 
@@ -59,7 +59,13 @@ def test_equal_stages_agree_with_the_kernels(
     lat = [h[2] for h in hops]
     got = staged_iteration_time([fwd] * n, [bwd] * n, f, b, m, lat)
     want = physical_pipeline_iteration_time(
-        fwd, bwd, n, m, (sum(f), max(f, default=0.0)), (sum(b), max(b, default=0.0)), sum(lat)
+        fwd,
+        bwd,
+        n,
+        m,
+        (sum(f), max(f, default=0.0)),
+        (sum(b), max(b, default=0.0)),
+        (sum(lat), sum(lat)),
     )
     assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
     paper = staged_iteration_time([fwd] * n, None, f, None, m, lat, model="paper")

@@ -224,7 +224,7 @@ def test_the_unknown_keyword_line_of_the_random_id():
     err = _make_error(RANDOM, bogus=1)
     assert str(err) == (
         "bogus: unknown keyword; env arguments: scenario, placement, ... (19 more); "
-        "knobs of 'random': n_regions, n_jobs, ... (12 more) (got 1)"
+        "knobs of 'random': n_regions, n_jobs, ... (14 more) (got 1)"
     )
     assert len(str(err)) == 134
 

@@ -133,6 +133,7 @@ SETTERS: dict[str, Setter] = {
             "preempt_checkpoint_s",
             "max_preemptions",
             "egress_usd_per_gb",
+            "gpu_reserve_gb",
         )
     },
     "bandwidth_scale": _knob("bandwidth_scale"),

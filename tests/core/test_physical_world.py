@@ -1,0 +1,183 @@
+"""The physical model's world (semantics §3d), audited from the outside: on random scenarios
+and policies, no GPU, GPU memory or link direction is ever over its capacity with the
+backward pass's reverse traffic counted, and every run time is the physical model's,
+recomputed here from the job's figures, not from the code under test."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import HealthCheck, given, reject, settings
+from hypothesis import strategies as st
+
+from bacepipe_env.core import RunResult, Scenario
+from bacepipe_env.errors import ScenarioError, SimulationError
+from bacepipe_env.policies.registry import make_policy
+from bacepipe_env.scenarios import RandomScenarioGenerator, load_scenario
+
+REL = 1e-9
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+POLICIES = ("bace-pipe", "fcfs", "sjf", "cr-ldf", "lcf")
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> tuple[Scenario, str]:
+    """A random scenario of the physical world (the paper's or a random cluster, whose
+    links may differ each way), and a policy."""
+    knobs = {"model": "physical", "scheduler_model": draw(st.sampled_from(["paper", "world"]))}
+    try:
+        if draw(st.booleans()):
+            scn = load_scenario(
+                "paper",
+                seed=draw(st.integers(0, 2**16)),
+                n_jobs=draw(st.integers(1, 12)),
+                gpu_scale=draw(st.floats(0.3, 2.0)),
+                bandwidth_scale=draw(st.floats(0.01, 2.0)),
+                recompute=draw(st.booleans()),
+                **knobs,
+            )
+        else:  # every directed link drawn on its own: the two ways differ
+            gen = RandomScenarioGenerator(n_regions=(2, 5), n_jobs=(1, 10), **knobs)
+            scn = gen(np.random.default_rng(draw(st.integers(0, 2**16))))
+    except ScenarioError as exc:  # a job no set of regions can hold in GPU memory
+        assert "GPU memory" in str(exc) or "layers fits" in str(exc), exc
+        reject()
+    return scn, draw(st.sampled_from(POLICIES))
+
+
+def _run(scn: Scenario, policy: str) -> RunResult:
+    try:
+        return make_policy(policy, seed=0).simulate(scn)
+    except SimulationError as exc:  # no placement that fits, ever: not a valid example
+        assert "never start" in str(exc), exc
+        reject()
+
+
+def _physical_iteration(scn: Scenario, rec: object) -> tuple[float, float]:
+    """The physical model's iteration time of a record's placement and its booking b(L),
+    from the job's figures: forward 2 N_a and backward 4 N_a (+2 N_a recomputed) FLOPs per
+    token, the forward hops on the path's links, the backward hops on the reverse links,
+    each direction's latencies once."""
+    job = next(j for j in scn.jobs if j.job_id == rec.job_id)  # type: ignore[attr-defined]
+    c, m = job.constants, job.model
+    cl, p = scn.cluster, rec.placement  # type: ignore[attr-defined]
+    n = p.n_gpus
+    active = m.params if m.active_params is None else m.active_params
+    flops = 2 * active * c.micro_batch * c.seq_len / (c.peak_flops * c.mfu)
+    t_f = flops / n + c.stage_overhead
+    t_b = (3 if scn.world.recompute else 2) * flops / n + c.stage_overhead
+    a = c.micro_batch * c.seq_len * m.hidden * c.bytes_per_value
+    fwd, bwd, lat = [], [], 0.0
+    for i, (r, g) in enumerate(zip(p.path, p.gpus)):
+        if i:
+            u = p.path[i - 1]
+            fwd.append(a / float(cl.bandwidth[u, r]))
+            bwd.append(a / float(cl.bandwidth[r, u]))
+            lat += float(cl.latency[u, r]) + float(cl.latency[r, u])
+        fwd += [a / cl.regions[r].intra_bandwidth] * (g - 1)
+        bwd += [a / cl.regions[r].intra_bandwidth] * (g - 1)
+    mb = job.batch // c.micro_batch
+    t = (
+        sum(fwd)
+        + sum(bwd)
+        + lat
+        + n * (t_f + t_b)
+        + (mb - 1) * (max([t_f, *fwd]) + max([t_b, *bwd]))
+    )
+    return t, a / t_f
+
+
+@SETTINGS
+@given(worlds())
+def test_nothing_is_ever_over_capacity_in_the_physical_world(world: tuple[Scenario, str]) -> None:
+    scn, policy = world
+    res = _run(scn, policy)
+    cl = scn.cluster
+    k = cl.n_regions
+    reserve = 2e9  # the physical model's runtime reserve per GPU, bytes
+    events: list[tuple[float, int, object]] = []
+    for rec in res.records:
+        t_iter, need = _physical_iteration(scn, rec)
+        job = next(j for j in scn.jobs if j.job_id == rec.job_id)
+        iters = math.ceil(job.samples / job.batch) * job.epochs
+        assert math.isclose(rec.execution, iters * t_iter, rel_tol=REL), (policy, rec.job_id)
+        cross = len(rec.placement.path) > 1
+        assert math.isclose(rec.reserved_bandwidth, need if cross else 0.0, rel_tol=REL)
+        # memory: the largest stage's state, stash and working set within the usable memory
+        c, m = job.constants, job.model
+        n_layers = math.ceil(m.n_layers / rec.n_gpus)
+        state = c.bytes_per_param * m.params / m.n_layers
+        work = c.layer_activation_factor * c.micro_batch * c.seq_len * m.hidden
+        mb = job.batch // c.micro_batch
+        if scn.world.recompute:
+            a = c.micro_batch * c.seq_len * m.hidden * c.bytes_per_value
+            stage = n_layers * state + mb * a + work
+        else:
+            stage = n_layers * (state + mb * work)
+        for r in rec.placement.path:
+            assert stage <= cl.regions[r].gpu_memory - reserve, (rec.job_id, r)
+        events.append((rec.start_time, 1, rec))
+        events.append((rec.finish_time, 0, rec))  # ends before starts at one instant
+    gpus = [0] * k
+    links = [[0.0] * k for _ in range(k)]
+    for _, kind, rec in sorted(events, key=lambda e: (e[0], e[1])):
+        sign = 1 if kind else -1
+        p = rec.placement  # type: ignore[attr-defined]
+        for r, g in zip(p.path, p.gpus):
+            gpus[r] += sign * g
+            assert 0 <= gpus[r] <= cl.capacity[r]
+        for u, v in zip(p.path, p.path[1:]):  # the forward hop and the backward's reverse one
+            for a, b in ((u, v), (v, u)):
+                links[a][b] += sign * rec.reserved_bandwidth  # type: ignore[attr-defined]
+                assert links[a][b] <= float(cl.bandwidth[a, b]) * (1 + 1e-6), (a, b, policy)
+
+
+def test_the_paper_world_is_unchanged_by_the_knobs_it_ignores() -> None:
+    """Under the paper's model the published numbers stand: 160.63 h and $2,950.15 for
+    BACE-Pipe on the paper scenario (seed 0), the README's figures; the physical knobs are
+    not read there."""
+    res = make_policy("bace-pipe", seed=0).simulate(load_scenario("paper", seed=0))
+    assert f"{res.avg_jct / 3600:.2f} {res.total_cost:.2f}" == "160.63 2950.15"
+    same = make_policy("bace-pipe", seed=0).simulate(
+        load_scenario("paper", seed=0, scheduler_model="world")
+    )
+    assert same.records == res.records
+
+
+def test_the_moe_model_is_cheaper_to_compute_only_in_the_physical_world() -> None:
+    # Solar-Open-100B: 100e9 parameters, 12e9 active. E(1) per iteration on one GPU with
+    # M micro-batches: paper 2 * M * 2N mS / (peak mfu); physical M * (2 + 6) N_a mS /
+    # (peak mfu) with recomputation, so physical / paper = 8 N_a / (4 N) = 8 * 12 / 400 = 0.24
+    paper = load_scenario("paper", seed=0)
+    physical = load_scenario("paper", seed=0, model="physical", scheduler_model="world")
+    solar = next(j.job_id for j in paper.jobs if j.model.name == "Solar-Open-100B")
+    llama = next(j.job_id for j in paper.jobs if j.model.name == "Llama-3.1-70B")
+    ratio = physical.profiles[solar].single_gpu_exec / paper.profiles[solar].single_gpu_exec
+    assert math.isclose(ratio, 0.24, rel_tol=1e-12)
+    # a dense model: (2 + 6) N / (4 N) = 2
+    ratio = physical.profiles[llama].single_gpu_exec / paper.profiles[llama].single_gpu_exec
+    assert math.isclose(ratio, 2.0, rel_tol=1e-12)
+    # the schedulers' estimates stay the paper's unless asked for the world's
+    blind = load_scenario("paper", seed=0, model="physical")
+    assert blind.profiles[solar] == paper.profiles[solar]
+    assert blind.world_profiles[solar] == physical.profiles[solar]
+
+
+def test_the_overbooking_audit_counts_reverse_traffic(benchmark_module) -> None:  # type: ignore[no-untyped-def]
+    """benchmarks/physical.py's audit, in a tiny form: on random clusters whose links differ
+    each way, the paper's world overbooks some reverse links (it books the forward direction
+    only); the physical world none."""
+    bench = benchmark_module("physical")
+    counts = {}
+    for model in ("paper", "physical"):
+        gen = RandomScenarioGenerator(model=model)
+        over = total = 0
+        for seed in range(8):
+            scn = gen(np.random.default_rng(seed))
+            res = make_policy("bace-pipe", seed=0).simulate(scn)
+            o, n = bench.overbooking(scn, res)
+            over, total = over + o, total + n
+        counts[model] = (over, total)
+    assert counts["paper"][0] > 0 and counts["paper"][1] > 0, counts
+    assert counts["physical"][0] == 0 and counts["physical"][1] > 0, counts

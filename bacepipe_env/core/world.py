@@ -125,7 +125,12 @@ def _egress(value: Any, field: str) -> Any:
     if isinstance(value, bool):
         return DEFAULT_EGRESS_USD_PER_GB if value else None
     if value is None or not isinstance(value, (int, float)):
-        return value if not isinstance(value, list) else tuple(tuple(row) for row in value)
+        if not isinstance(value, list):
+            return value
+        for i, row in enumerate(value):
+            if not isinstance(row, (list, tuple)):
+                raise ScenarioError(f"{field}[{i}]", row, "must be a row of the K x K matrix")
+        return tuple(tuple(row) for row in value)
     return check_limit("egress_usd_per_gb", value, field=field)
 
 

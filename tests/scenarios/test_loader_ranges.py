@@ -283,6 +283,15 @@ def test_the_docs_list_every_range_as_the_table_has_it() -> None:
         assert rows.get(key, "").strip() == f"{limit.text()}{unit}", key
 
 
+def test_an_egress_matrix_row_that_is_not_a_row_is_one_line() -> None:
+    """The fuzzer's case: a number where a row of the K x K matrix belongs was a TypeError."""
+    k = len(PAPER["regions"])
+    rows: list[Any] = [[0.02] * k for _ in range(k)]
+    rows[3] = -1
+    with pytest.raises(ScenarioError, match=r"^egress_usd_per_gb\[3\]: must be a row of the K x K"):
+        compile_scenario({**PAPER, "egress_usd_per_gb": rows})
+
+
 def test_an_egress_matrix_diagonal_is_unused_whatever_it_holds() -> None:
     """The diagonal of a K x K egress matrix is a region to itself: ignored, like a
     bandwidth matrix's (it was converted anyway, so null there was a TypeError)."""

@@ -10,7 +10,8 @@ the model cannot represent it, at two levels (docs/validation.md):
   peak FLOP rate times the model FLOP utilisation (MFU), as the simulator itself does.
 
 Both under ``model="paper"`` (Eq. 1, backward a mirror of forward) and ``model="physical"``
-(semantics §3d). The data never leaves the package: it is read with ``importlib.resources``.
+(its docstring in ``core/perf.py``). The data never leaves the package: it is read with
+``importlib.resources``.
 """
 
 from __future__ import annotations
@@ -246,7 +247,7 @@ def load_runs() -> list[Run]:
                 measured_s=float(row["measured_iter_s"]) if row["measured_iter_s"] else None,
                 stages=stages,
                 stage_gpus=_stage_gpus(row["stage_replicas"]),
-                suspect="SUSPECT" in row["notes"],
+                suspect="suspect" in row["notes"].lower(),
                 notes=row["notes"],
             )
         )
@@ -571,7 +572,7 @@ def _table(rows: Sequence[Prediction]) -> list[str]:
     ]
     for p in rows:
         r = p.run
-        note = "; ".join(x for x in ("SUSPECT, excluded" if r.suspect else "", p.approximate) if x)
+        note = "; ".join(x for x in ("suspect, excluded" if r.suspect else "", p.approximate) if x)
         lines.append(
             f"| {r.row} | {r.name} | {r.pp} | {r.tp} | {r.n_micro} | {_fmt_s(r.measured_s)} "
             f"| {_fmt_s(p.paper_s)} | {_fmt_err(p.error('paper'))} | {_fmt_s(p.physical_s)} "
@@ -602,7 +603,7 @@ def render_page(predictions: Sequence[Prediction], command: str) -> str:
     ]
     for p in skipped:
         r = p.run
-        flag = " (SUSPECT)" if r.suspect else ""
+        flag = " (suspect)" if r.suspect else ""
         skip_lines.append(
             f"| {r.row} | {r.name}{flag} | {r.pp} | {r.dp} | {r.tp} | {_fmt_s(r.measured_s)} "
             f"| {p.reason} |"

@@ -512,6 +512,17 @@ def _headroom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validation(args: argparse.Namespace) -> int:
+    from .experiments.validation import run_validation
+
+    _check_out(args.out)
+    out = Path(args.out)
+    with outputs.OutputSet(out, "validation", args.argv):
+        files = run_validation(out, " ".join(args.argv))
+    print(f"wrote {', '.join(str(f) for f in files)}")
+    return 0
+
+
 def _write_json(path: str, text: str) -> None:
     """``text`` to stdout (``-``) or to ``path``, whole or not at all (a temporary file
     renamed into place), with a one-line error naming ``--json`` when it cannot be written."""
@@ -659,6 +670,8 @@ def _command(argv: list[str]) -> int:
         return _evaluate(args)
     if args.command == "headroom":
         return _headroom(args)
+    if args.command == "validation":
+        return _validation(args)
     return _simulate(args)
 
 

@@ -407,6 +407,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="also write the report as JSON to OUT ('-' for stdout)",
     )
+    val = sub.add_parser(
+        "validation",
+        help="the performance model (Eq. 1 and its physical form) against 76 measured "
+        "training iterations (Sailor, SOSP'25): DIR/validation.md and DIR/validation.csv",
+    )
+    val.add_argument(
+        "--out",
+        default="out/validation",
+        metavar="DIR",
+        help="output directory (default out/validation; `--out docs` regenerates the docs)",
+    )
     # Listed for --help only: main() hands `bacepipe train ...` to the training command as is.
     sub.add_parser(
         "train",

@@ -278,6 +278,10 @@ def test_wheel_installs_only_bacepipe_names(wheel: zipfile.ZipFile) -> None:
     assert {f"bacepipe_env/scenarios/data/{s}.json" for s in ("paper", "fig1")} <= set(names)
     # the prose of `bacepipe reproduce`, read at run time
     assert "bacepipe_env/experiments/templates/reproduction.md" in names
+    # the measured runs of docs/validation.md, their licence and the page's prose
+    assert "bacepipe_env/experiments/templates/validation.md" in names
+    sailor = ("sailor-validation-runs.csv", "sailor-profiles.csv", "sailor-network-model.json")
+    assert {f"bacepipe_env/data/sailor/{f}" for f in (*sailor, "LICENSE.txt")} <= set(names)
     # the pretrained agents: one model and its settings per registered env
     for slug in ("geopipe", "geopipe-fig1", "geopipe-random", "geopipe-online"):
         assert {f"bacepipe_env/pretrained/{slug}.{ext}" for ext in ("zip", "json")} <= set(names)

@@ -384,7 +384,9 @@ class ScenarioTemplate:
 
     def mean_gpu_hours(self) -> float:
         """The expected GPU-hours of one job of the workload on its own: K* GPUs for its ideal
-        execution (Eq. 13's optimum), averaged over the workload's model and dataset draws."""
+        execution (Eq. 13's optimum), averaged over the workload's model and dataset draws,
+        by the model the world runs by (``world.model``: a ``load`` is the share of the GPUs
+        the arrivals keep busy in that world)."""
         w = self.workload
         if w is None:
             raise ScenarioError("load", None, "needs a workload rule, not a job list")
@@ -402,7 +404,7 @@ class ScenarioTemplate:
                     epochs=self.epochs,
                     constants=self.constants,
                 )
-                prof = profile_job(job, ref)
+                prof = profile_job(job, ref, self.world.model, self.world.recompute)
                 total += pm * pd * prof.k_star * prof.ideal_execution / SECONDS_PER_HOUR
         return total
 

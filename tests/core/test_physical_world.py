@@ -181,3 +181,19 @@ def test_the_overbooking_audit_counts_reverse_traffic(benchmark_module) -> None:
         counts[model] = (over, total)
     assert counts["paper"][0] > 0 and counts["paper"][1] > 0, counts
     assert counts["physical"][0] == 0 and counts["physical"][1] > 0, counts
+
+
+def test_a_load_is_the_share_of_gpus_busy_in_the_world_that_runs() -> None:
+    """``load`` sets the arrival rate from the world's own model: a physical job holds its
+    GPUs about twice as long (8N against 4N FLOPs per token), so the same load arrives at
+    about half the rate, and the template still reports the load asked for."""
+    from bacepipe_env.scenarios.loader import compile_scenario, load_scenario_spec
+
+    spec = load_scenario_spec("online")
+    paper = compile_scenario(spec, load=0.8)
+    physical = compile_scenario(spec, load=0.8, model="physical")
+    assert math.isclose(paper.offered_load(), 0.8, rel_tol=1e-12)
+    assert math.isclose(physical.offered_load(), 0.8, rel_tol=1e-12)
+    assert paper.workload is not None and physical.workload is not None
+    ratio = physical.workload.rate / paper.workload.rate
+    assert 0.3 < ratio < 0.7, ratio

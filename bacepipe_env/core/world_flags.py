@@ -64,6 +64,7 @@ def number_flag(key: str | Limit) -> Callable[[str, Any], Any]:
 
 def choice_flag(names: Sequence[str]) -> Callable[[str, Any], Any]:
     """The parser of a flag that names one of ``names``."""
+
     def parse(flag: str, text: Any) -> Any:
         if text not in names:
             raise ValidationError(flag, text, f"choose from: {', '.join(names)}")

@@ -30,6 +30,7 @@ from typing import Protocol
 from .job import Job
 
 __all__ = [
+    "ACTIVATIONS",
     "MODEL_RESERVE_GB",
     "StageProfile",
     "largest_feasible_gpus",
@@ -77,48 +78,60 @@ def _working_bytes(profile: StageProfile) -> float:
     return c.layer_activation_factor * c.micro_batch * c.seq_len * profile.job.model.hidden
 
 
-def layer_bytes(profile: StageProfile, recompute: bool = True) -> float:
-    """What each layer of a stage adds (bytes): its training state, and without
-    recomputation its activations for every in-flight micro-batch as well."""
+#: What a stage keeps of its activations (semantics §3a, §3d): ``"recompute"`` (the default)
+#: only each in-flight micro-batch's stage input, plus one layer's working set, the rest
+#: recomputed in the backward pass; ``"all"`` every layer's activations for every in-flight
+#: micro-batch (no recomputation); ``"none"`` nothing (state-only floors, a variant for
+#: checking how a claim depends on the memory model).
+ACTIVATIONS = ("recompute", "all", "none")
+
+
+def layer_bytes(profile: StageProfile, activations: str = "recompute") -> float:
+    """What each layer of a stage adds (bytes): its training state, and when every layer
+    keeps its activations (``"all"``) those of every in-flight micro-batch as well."""
     state = state_bytes_per_layer(profile)
-    return state if recompute else state + profile.n_micro * _working_bytes(profile)
+    if activations == "all":
+        return state + profile.n_micro * _working_bytes(profile)
+    return state
 
 
-def stage_overhead_bytes(profile: StageProfile, recompute: bool = True) -> float:
+def stage_overhead_bytes(profile: StageProfile, activations: str = "recompute") -> float:
     """What a stage holds besides its layers' state: with recomputation, ``M * A`` stashed
     boundary activations plus one layer's working activations for one micro-batch (bytes);
-    without it nothing more (every layer keeps its own, :func:`layer_bytes`)."""
-    if not recompute:
+    otherwise nothing more (``"all"``: every layer keeps its own, :func:`layer_bytes`)."""
+    if activations != "recompute":
         return 0.0
     return profile.n_micro * profile.activation_bytes + _working_bytes(profile)
 
 
-def stage_memory_bytes(profile: StageProfile, layers: int, recompute: bool = True) -> float:
+def stage_memory_bytes(profile: StageProfile, layers: int, activations: str = "recompute") -> float:
     """Memory of a stage holding ``layers`` layers (bytes)."""
-    return layers * layer_bytes(profile, recompute) + stage_overhead_bytes(profile, recompute)
+    return layers * layer_bytes(profile, activations) + stage_overhead_bytes(profile, activations)
 
 
-def layers_per_stage(profile: StageProfile, gpu_memory: float, recompute: bool = True) -> int:
+def layers_per_stage(
+    profile: StageProfile, gpu_memory: float, activations: str = "recompute"
+) -> int:
     """The most layers one stage can hold in ``gpu_memory`` bytes (0 if not even one fits),
     capped at the model's layer count."""
-    room = gpu_memory - stage_overhead_bytes(profile, recompute)
+    room = gpu_memory - stage_overhead_bytes(profile, activations)
     if room < 0.0:
         return 0
-    return min(profile.job.model.n_layers, math.floor(room / layer_bytes(profile, recompute)))
+    return min(profile.job.model.n_layers, math.floor(room / layer_bytes(profile, activations)))
 
 
-def memory_floor(profile: StageProfile, gpu_memory: float, recompute: bool = True) -> int:
+def memory_floor(profile: StageProfile, gpu_memory: float, activations: str = "recompute") -> int:
     """The smallest pipeline size whose largest stage fits in ``gpu_memory`` bytes; the layer
     count plus one (no pipeline can fit) when a single layer does not fit."""
     n_layers = profile.job.model.n_layers
-    fit = layers_per_stage(profile, gpu_memory, recompute)
+    fit = layers_per_stage(profile, gpu_memory, activations)
     if fit < 1:
         return n_layers + 1
     return math.ceil(n_layers / fit)
 
 
 def memory_floors(
-    profile: StageProfile, gpu_memory: Sequence[float], recompute: bool = True
+    profile: StageProfile, gpu_memory: Sequence[float], activations: str = "recompute"
 ) -> tuple[int, ...]:
     """:func:`memory_floor` per region, for a cluster whose GPUs hold ``gpu_memory`` bytes
     (less any runtime reserve: the caller's)."""
@@ -127,7 +140,7 @@ def memory_floors(
     for mem in gpu_memory:
         floor = by_size.get(mem)
         if floor is None:
-            floor = by_size[mem] = memory_floor(profile, mem, recompute)
+            floor = by_size[mem] = memory_floor(profile, mem, activations)
         out.append(floor)
     return tuple(out)
 

@@ -226,15 +226,15 @@ class ProfileCache:
         return out
 
     def memory_floors(
-        self, profile: JobProfile, gpu_memory: tuple[float, ...], recompute: bool = True
+        self, profile: JobProfile, gpu_memory: tuple[float, ...], activations: str = "recompute"
     ) -> tuple[int, ...]:
-        """:func:`~bacepipe_env.core.memory.memory_floors`, remembered by job shape and
-        cluster memory."""
+        """:func:`~bacepipe_env.core.memory.memory_floors`, remembered by job shape, cluster
+        memory and what a stage keeps of its activations."""
         job = profile.job
-        key = (job.model, job.batch, job.constants, gpu_memory, recompute)
+        key = (job.model, job.batch, job.constants, gpu_memory, activations)
         floors = self._floors.get(key)
         if floors is None:
-            floors = self._floors[key] = memory_floors(profile, gpu_memory, recompute)
+            floors = self._floors[key] = memory_floors(profile, gpu_memory, activations)
         return floors
 
     def startable(self, floors: tuple[int, ...], capacity: tuple[int, ...], k_star: int) -> bool:

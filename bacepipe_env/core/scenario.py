@@ -160,14 +160,14 @@ class Scenario:
             ones = (1,) * k
             return {j.job_id: ones for j in self.jobs}
         mem, floors, profiles = self.usable_memory, self._shapes.memory_floors, self.profiles
-        recompute = self.world.recompute
-        return {j.job_id: floors(profiles[j.job_id], mem, recompute) for j in self.jobs}
+        kept = self.world.activations
+        return {j.job_id: floors(profiles[j.job_id], mem, kept) for j in self.jobs}
 
     def _check_memory(self) -> None:
         """Reject a job that no set of regions can ever hold in GPU memory."""
         capacity = tuple(self.cluster.capacity)
         memory = self.usable_memory
-        recompute = self.world.recompute
+        kept = self.world.activations
         startable = self._shapes.startable
         for job in self.jobs:
             prof = self.profiles[job.job_id]
@@ -176,9 +176,7 @@ class Scenario:
                 continue
             n_layers = job.model.n_layers
             usable = sorted(
-                (f, r)
-                for r, f in enumerate(floors)
-                if layers_per_stage(prof, memory[r], recompute) > 0
+                (f, r) for r, f in enumerate(floors) if layers_per_stage(prof, memory[r], kept) > 0
             )
             if not usable:
                 reason = f"not one of its {n_layers} layers fits in a {max(memory) / 1e9:g} GB GPU"
@@ -191,7 +189,7 @@ class Scenario:
                 largest, floor, r = closest
                 reason = (
                     f"needs {floor} GPUs to fit in GPU memory "
-                    f"({layers_per_stage(prof, memory[r], recompute)} of {n_layers} layers per "
+                    f"({layers_per_stage(prof, memory[r], kept)} of {n_layers} layers per "
                     f"{memory[r] / 1e9:g} GB GPU) but the largest placement possible is "
                     f"{largest} GPUs"
                 )

@@ -560,6 +560,19 @@ KNOBS: Mapping[str, Knob] = {
             const=False,
         ),
         Knob(
+            "state_only_floors",
+            "bool",
+            "true, false",
+            "",
+            key="state_only_floors",
+            flag="--state-only-floors",
+            help="memory floors count the training state only, no activations: a variant for "
+            "checking how a result depends on the memory model (semantics §3a)",
+            default=False,
+            check=_bool,
+            const=True,
+        ),
+        Knob(
             "gpu_reserve_gb",
             "float or None",
             *_limit("gpu_reserve_gb"),
@@ -612,6 +625,7 @@ class World:
     model: str = "paper"
     scheduler_model: str = "paper"
     recompute: bool = True
+    state_only_floors: bool = False
     gpu_reserve_gb: float | None = None
 
     def __post_init__(self) -> None:
@@ -667,6 +681,15 @@ class World:
         model's (:data:`~bacepipe_env.core.memory.MODEL_RESERVE_GB`)."""
         gb = MODEL_RESERVE_GB[self.model] if self.gpu_reserve_gb is None else self.gpu_reserve_gb
         return gb * 1e9
+
+    @property
+    def activations(self) -> str:
+        """What a stage keeps of its activations, for the memory floors
+        (:data:`~bacepipe_env.core.memory.ACTIVATIONS`): none with ``state_only_floors``,
+        else each stage's inputs with ``recompute``, else every layer's."""
+        if self.state_only_floors:
+            return "none"
+        return "recompute" if self.recompute else "all"
 
     @property
     def estimate_model(self) -> str:

@@ -244,7 +244,7 @@ class RandomScenarioGenerator:
         floors = {}
         for name, (model, batch) in self._paper.models.items():
             probe = Job(0, model, "probe", 1, batch, constants=self._paper.constants)
-            floors[name] = memory_floor(profile_job(probe, 1.0), memory, world.recompute)
+            floors[name] = memory_floor(profile_job(probe, 1.0), memory, world.activations)
         object.__setattr__(self, "_floors", floors)
 
     @property

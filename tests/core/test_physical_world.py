@@ -197,3 +197,29 @@ def test_a_load_is_the_share_of_gpus_busy_in_the_world_that_runs() -> None:
     assert paper.workload is not None and physical.workload is not None
     ratio = physical.workload.rate / paper.workload.rate
     assert 0.3 < ratio < 0.7, ratio
+
+
+def test_the_memory_variants_move_the_knife_edge_floors() -> None:
+    """FLM-101B on 48 GB A6000s (the paper's Table III; M = 128 micro-batches of 2,048 tokens):
+    - state per layer: 16 B x 101e9 / 80 = 20.2 GB;
+    - with recomputation a stage also holds M x A = 128 x 2,048 x 10,240 x 2 B = 5.37 GB of
+      stashed inputs and 34 x 2,048 x 10,240 B = 0.71 GB of working set: 6.08 GB;
+    - two layers take 40.4 + 6.08 = 46.5 GB of 48 (96.9% full): floor ceil(80 / 2) = 40;
+    - less a 2 GB reserve (46 GB) only one layer fits: floor 80;
+    - counting the state only, two layers (40.4 GB) fit in 48 GB: floor 40, and with 18 B
+      a parameter 22.7 GB a layer, still two (45.5 GB): floor 40.
+    Llama-3.1-70B: 14.0 GB a layer and 4.29 + 0.57 GB besides; three layers take 46.9 GB
+    (97.6% full): floor ceil(80 / 3) = 27; with the reserve two fit: floor 40."""
+
+    def floors(**knobs: object) -> dict[str, int]:
+        scn = load_scenario("paper", seed=0, n_jobs=8, **knobs)  # type: ignore[arg-type]
+        names = {j.job_id: j.model.name for j in scn.jobs}
+        return {names[j]: min(f) for j, f in scn.memory_floors.items()}
+
+    base = floors()
+    assert (base["FLM-101B"], base["Llama-3.1-70B"]) == (40, 27)
+    reserve = floors(gpu_reserve_gb=2.0)
+    assert (reserve["FLM-101B"], reserve["Llama-3.1-70B"]) == (80, 40)
+    assert floors(model="physical") == reserve  # the physical model's 2 GB reserve
+    state = floors(state_only_floors=True)
+    assert (state["FLM-101B"], state["Llama-3.1-70B"]) == (40, 27)

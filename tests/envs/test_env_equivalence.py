@@ -38,6 +38,9 @@ CASES = [
     ("paper", 3, {"gpu_scale": 0.5}),
     ("paper", 0, {"n_jobs": 16}),
     ("paper", 2, {"n_jobs": 16}),
+    # the physical world (semantics §3d), the schedulers blind to it and then told
+    ("paper", 0, {"model": "physical"}),
+    ("paper", 1, {"model": "physical", "scheduler_model": "world"}),
 ]
 CASE_IDS = [f"{sc}-s{seed}" + "".join(f"-{k}{v}" for k, v in kn.items()) for sc, seed, kn in CASES]
 MAX_QUEUE = 16
@@ -94,6 +97,18 @@ def test_agent_on_random_env_equals_simulator_run(name, seed):
     assert scen.name == "random"
     assert env.unwrapped.max_queue >= len(scen.jobs)
     _assert_same_run(env, res, make_policy(name, seed=seed).simulate(scen))
+
+
+@pytest.mark.parametrize("name", ["bace-pipe", "sjf+finish-aware", "cr-ldf", "lcf"])
+def test_agent_on_the_physical_random_env_equals_simulator_run(name):
+    """Random clusters whose links differ each way, in the physical world: the env's previews
+    refuse what the world cannot carry, as the simulator's pass does."""
+    for seed in range(3):
+        env = gym.make("bacepipe_env/GeoPipe-Random-v2", **AGENT_ENV[name], model="physical")
+        res = run_episode(env, make_agent(name), seed)
+        scen = env.unwrapped.scenario
+        assert scen.world.model == "physical"
+        _assert_same_run(env, res, make_policy(name, seed=seed).simulate(scen))
 
 
 @pytest.mark.parametrize("name", ["bace-pipe", "fcfs", "random", "cr-ldf", "no-pathfinder"])

@@ -30,12 +30,11 @@ from typing import Any
 
 from .. import outputs
 from ..core.job import TrainingConstants
-from ..core.perf import staged_iteration_time
+from ..core.perf import MODELS, staged_iteration_time
 
 __all__ = [
     "BYTES_PER_FLOAT",
     "DATA_FILES",
-    "MODELS",
     "PEAKS",
     "GpuPeak",
     "LayerProfile",
@@ -68,9 +67,6 @@ _DATA = "data/sailor"
 #: Bytes per activation value at a stage boundary. Sailor's OPT-350 run script
 #: (``run_opt.slurm``) passes neither ``--fp16`` nor ``--bf16``: the runs train in fp32.
 BYTES_PER_FLOAT = 4
-
-#: The two forms of the model, as :func:`staged_iteration_time` names them.
-MODELS = ("paper", "physical")
 
 #: The project's default model FLOP utilisation (``TrainingConstants().mfu``, 0.4).
 MFU = TrainingConstants().mfu

@@ -24,7 +24,6 @@ from .claims import (
     LABEL,
     REFERENCE,
     Claim,
-    Point,
     verdict,
 )
 from .preempt_ranking import PreemptRanking
@@ -49,6 +48,7 @@ from .reproduce_verdicts import (
     counts,
     num_text,
     physical_section,
+    point_words,
     robust_section,
     threshold_words,
 )
@@ -130,15 +130,6 @@ def _and(names: Sequence[str]) -> str:
 
 def _pay(names: Sequence[str]) -> str:
     return "pays" if len(names) == 1 else "pay"
-
-
-def _point_words(point: Point) -> str:
-    kind, value = point
-    if kind == "default":
-        return "the default world"
-    if kind == "jobs":
-        return f"{int(value)} jobs"
-    return f"{'GPUs' if kind == 'gpu' else kind} x{value:g}"
 
 
 def _ids(claims: Sequence[Claim]) -> str:
@@ -418,7 +409,7 @@ def _decomposition(m: Mechanism, rows: Sequence[RowRuns]) -> list[str]:
     R, A = LABEL[claim.ref], LABEL[m.policy]
     head = ["row"]
     for point in claim.points:
-        at = f", {_point_words(point)}" if claim.trend else ""
+        at = f", {point_words(point)}" if claim.trend else ""
         if claim.metric == "cost":
             head += [f"{R} GPU-h{at}", f"{R} $/kWh{at}", f"{A} GPU-h{at}", f"{A} $/kWh{at}"]
         else:
@@ -451,7 +442,7 @@ def _cost_story(m: Mechanism, rows: Sequence[RowRuns]) -> list[str]:
     return _lines(
         "story.cost",
         power=m.power_kw,
-        point=_point_words(m.main.points[0]),
+        point=point_words(m.main.points[0]),
         ref=LABEL[m.main.ref],
         ref_gpu_h=r0.gpu_h,
         ref_price=r0.price,
@@ -479,8 +470,8 @@ def _queue_story(m: Mechanism, rows: Sequence[RowRuns]) -> list[str]:
         pol_waiting1=100 * a1.waiting,
         ref_waiting0=100 * r0.waiting,
         ref_waiting1=100 * r1.waiting,
-        at0=_point_words(p0),
-        at1=_point_words(p1),
+        at0=point_words(p0),
+        at1=point_words(p1),
         policy=A,
         ref=LABEL[m.main.ref],
         pol_wait0=a0.wait_h,
@@ -561,7 +552,7 @@ def _example(claim: Claim, pol: str, ex: Example) -> str:
     return _t(
         "example",
         seed=ex.seed,
-        point=_point_words(ex.point),
+        point=point_words(ex.point),
         id=claim.id,
         policy=A,
         why=why,

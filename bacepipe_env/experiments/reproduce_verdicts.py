@@ -14,10 +14,12 @@ from collections.abc import Sequence
 
 from .claims import (
     CLAIMS,
+    LABEL,
     MIN_GAP_PCT,
     MIN_TREND_POINTS,
     Claim,
     Measured,
+    Point,
     Verdict,
     robustness,
     verdict,
@@ -122,8 +124,16 @@ def robust_section(data: Measurements) -> list[str]:
             robust_yes += 1
         elif not any(v.reproduced for v in rb.base):
             robust_no += 1
+    every = [*data.rows, *data.variants]
+    failed = failed_runs(every)
+    failed_words = (
+        _t("robust.failed", items="; ".join(failed), error=first_error(every))
+        if failed
+        else _t("robust.none-failed")
+    )
     return _lines(
         "robust",
+        failed=failed_words,
         base=CHART_SEMANTICS.name,
         variants="; ".join(f"**{v.semantics.name}**: {_about(v)}" for v in _firsts(variants)),
         counts=markdown_table(
@@ -140,6 +150,53 @@ def robust_section(data: Measurements) -> list[str]:
         fragile=_ids(fragile),
         table=markdown_table(head, body, "l" + "r" * (len(head) - 3) + "ll"),
     )
+
+
+def failed_runs(rows: Sequence[RowRuns]) -> list[str]:
+    """The runs that could not finish, grouped by row and point: ``LCF, LDF at GPUs x0.5 under
+    +2 GB reserve on paper (20 runs)``."""
+    groups: dict[tuple[str, str, Point], list[str]] = {}
+    counts: dict[tuple[str, str, Point], int] = {}
+    for row in rows:
+        for point, by_policy in row.runs.items():
+            for policy, by_seed in by_policy.items():
+                n = sum(bool(r.error) for r in by_seed.values())
+                if n:
+                    key = (row.semantics.name, row.scenario, point)
+                    groups.setdefault(key, []).append(LABEL[policy])
+                    counts[key] = counts.get(key, 0) + n
+    return [
+        _t(
+            "robust.failed-item",
+            policies=", ".join(pols),
+            point=point_words(point),
+            semantics=sem,
+            scenario=sc,
+            n_runs=counts[(sem, sc, point)],
+        )
+        for (sem, sc, point), pols in groups.items()
+    ]
+
+
+def first_error(rows: Sequence[RowRuns]) -> str:
+    """The message of the first run that could not finish, or ``""``."""
+    for row in rows:
+        for by_policy in row.runs.values():
+            for by_seed in by_policy.values():
+                for r in by_seed.values():
+                    if r.error:
+                        return r.error
+    return ""
+
+
+def point_words(point: Point) -> str:
+    """``the default world``, ``GPUs x0.5``, ``24 jobs``."""
+    kind, value = point
+    if kind == "default":
+        return "the default world"
+    if kind == "jobs":
+        return f"{int(value)} jobs"
+    return f"{'GPUs' if kind == 'gpu' else kind} x{value:g}"
 
 
 def _firsts(variants: Sequence[tuple[str, Sequence[RowRuns]]]) -> list[RowRuns]:

@@ -175,6 +175,10 @@ def test_robust_section_follows_from_the_variant_rows(
         ]
         assert rows[c.id][-2] == ("**fragile**" if flips else "robust"), c.id
         assert [f.split(" (")[0] for f in rows[c.id][-1].split("; ") if f] == flips, c.id
+    # the n/a cells are explained by the runs that cannot finish, named with their error
+    prose = " ".join(sec.split())
+    assert "LCF, LDF at GPUs x0.5 under +2 GB reserve on `paper` (4 runs)" in prose
+    assert "can never start" in prose
 
 
 def test_fig4_cell_equals_run_compare(report: tuple[ReproduceOutcome, str], tmp_path: Path) -> None:

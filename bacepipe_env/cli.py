@@ -364,12 +364,13 @@ def _reproduce(args: argparse.Namespace) -> int:
     for warning in outcome.warnings:
         print(f"note: {warning}", file=sys.stderr)
     n = len(CLAIMS)
-    for row in outcome.rows:
+    for row in [*outcome.rows, *outcome.variants]:
         vs = [verdict(c, row) for c in CLAIMS]
         print(
             f"{row.semantics.name:24s} {row.scenario:10s} "
             f"{sum(v.direction for v in vs):2d}/{n} in direction, "
-            f"{sum(v.significant for v in vs):2d}/{n} with the CI excluding zero"
+            f"{sum(v.significant for v in vs):2d}/{n} with the CI excluding zero, "
+            f"{sum(v.reproduced for v in vs):2d}/{n} reproduced"
         )
     if outcome.failing:
         print(f"no row reproduces: {', '.join(c.id for c in outcome.failing)}")

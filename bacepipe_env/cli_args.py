@@ -214,8 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep = sub.add_parser(
         "reproduce",
-        help="every claim of the paper's Section IV under four semantics: DIR/reproduction.md "
-        "and Fig. 4-8 style charts in DIR/img/",
+        help="every claim of the paper's Section IV under five semantics and three memory "
+        "variants: DIR/reproduction.md and Fig. 4-8 style charts in DIR/img/",
     )
     rep.add_argument(
         "--out",

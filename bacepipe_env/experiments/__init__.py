@@ -1,6 +1,7 @@
 """Experiments of the paper's Section IV: compare (Fig. 4), sweeps (Figs. 5-7), ablation
 (Fig. 8), with statistics over seeds, CSV/JSON/PNG output and TensorBoard scalars; and
-``reproduce``, every claim of Section IV under four simulator semantics as one report."""
+``reproduce``, every claim of Section IV under five simulator semantics and three memory
+variants as one report."""
 
 from .experiments import SWEEPS, ExperimentOutcome, reference_policy, run_compare, run_sweep
 from .reproduce import CLAIMS, SEMANTICS, ReproduceOutcome, run_reproduce

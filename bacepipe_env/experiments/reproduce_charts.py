@@ -1,4 +1,4 @@
-"""The charts of ``bacepipe reproduce`` (Figs. 4-8 style, and each policy under the four
+"""The charts of ``bacepipe reproduce`` (Figs. 4-8 style, and each policy under every
 semantics), drawn from the default world's runs; ``docs/reproduction.md`` links them."""
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def draw_charts(rows: Sequence[RowRuns], img: Path) -> tuple[list[Path], list[st
                         [LABEL[p] for p in policies],
                         sem_series,
                         path,
-                        f"each policy against BACE-Pipe under the four semantics: {sc}, "
+                        f"each policy against BACE-Pipe under every semantics: {sc}, "
                         f"default world, {n} seeds",
                         LABEL[REFERENCE],
                     )

@@ -10,7 +10,6 @@ claims' verdicts (:func:`.claims.verdict`). This module picks a sentence where t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from ..core.simulator import JobRecord
@@ -25,8 +24,6 @@ from .claims import (
     LABEL,
     REFERENCE,
     Claim,
-    Point,
-    Verdict,
     verdict,
 )
 from .preempt_ranking import PreemptRanking
@@ -36,6 +33,7 @@ from .reproduce_runs import (
     CHART_SEMANTICS,
     FIG1_POLICIES,
     SEMANTICS,
+    VARIANTS,
     EgressRanking,
     Example,
     Fig1,
@@ -44,6 +42,15 @@ from .reproduce_runs import (
     Mechanism,
     RowRuns,
     WhySemantics,
+)
+from .reproduce_verdicts import (
+    cell_text,
+    counts,
+    num_text,
+    physical_section,
+    point_words,
+    robust_section,
+    threshold_words,
 )
 
 __all__ = ["FIG1_PAPER", "cell_text", "counts", "render"]
@@ -56,11 +63,13 @@ FIG1_PAPER = {
     "bace-pipe+partial": "-",
 }
 _FIG1_LABEL = {**LABEL, "bace-pipe+partial": "BACE-Pipe, `--partial-take`"}
+_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
 _SEM_SHORT = {
     "ignore-memory + greedy": "ignore-memory",
     "greedy": "greedy",
     "finish-aware": "finish-aware",
     "full": "full",
+    "physical": "physical",
 }
 
 
@@ -88,23 +97,6 @@ def _trim(lines: Sequence[str]) -> list[str]:
 
 
 # --- numbers in words -------------------------------------------------------------------------
-
-
-def _num(x: float, signed: bool = True) -> str:
-    """One decimal; small non-zero values with two significant digits so their sign shows."""
-    if x == 0.0:
-        return "0.0"
-    if abs(x) < 0.05:
-        text = f"{x:.2g}"
-        return f"+{text}" if signed and x > 0 else text
-    return f"{x:+,.1f}" if signed else f"{x:,.1f}"
-
-
-def cell_text(v: Verdict) -> str:
-    """``+3.6 ± 57.6 ✓``: the mean, the 95% CI half-width and the mark."""
-    if math.isnan(v.est.ci95):
-        return f"{_num(v.est.mean)} {v.mark}"
-    return f"{_num(v.est.mean)} ± {_num(v.est.ci95, signed=False)} {v.mark}"
 
 
 def _h(x: float) -> str:
@@ -140,27 +132,12 @@ def _pay(names: Sequence[str]) -> str:
     return "pays" if len(names) == 1 else "pay"
 
 
-def _point_words(point: Point) -> str:
-    kind, value = point
-    if kind == "default":
-        return "the default world"
-    if kind == "jobs":
-        return f"{int(value)} jobs"
-    return f"{'GPUs' if kind == 'gpu' else kind} x{value:g}"
-
-
 def _ids(claims: Sequence[Claim]) -> str:
     return ", ".join(f"`{c.id}`" for c in claims)
 
 
 def _col(row: RowRuns) -> str:
     return f"{_SEM_SHORT[row.semantics.name]} / {row.scenario}"
-
-
-def counts(row: RowRuns, claims: Sequence[Claim] = CLAIMS) -> tuple[int, int]:
-    """Claims reproduced in direction on a row, and those whose interval excludes zero."""
-    vs = [verdict(c, row) for c in claims]
-    return sum(v.direction for v in vs), sum(v.significant for v in vs)
 
 
 # --- the claims' tables -----------------------------------------------------------------------
@@ -170,24 +147,30 @@ def _summary(rows: Sequence[RowRuns], failing: Sequence[Claim]) -> list[str]:
     n = len(CLAIMS)
     body = []
     for row in rows:
-        d, s = counts(row)
-        body.append([row.semantics.name, row.scenario, f"{d}/{n}", f"{s}/{n}"])
-    head = ["semantics", "scenario", "direction", "CI excludes 0"]
+        d, s, r = counts(row)
+        body.append([row.semantics.name, row.scenario, f"{d}/{n}", f"{s}/{n}", f"{r}/{n}"])
+    head = ["semantics", "scenario", "direction", "CI excludes 0", "reproduced"]
     if failing:
         words = _t("summary.failing", n_failing=len(failing), ids=_ids(failing))
     else:
         words = _t("all-reproduced")
-    return _lines("summary", table=markdown_table(head, body, "llrr"), failing=words)
+    return _lines(
+        "summary",
+        table=markdown_table(head, body, "llrrr"),
+        failing=words,
+        **threshold_words(),
+    )
 
 
 def _semantics_table(rows: Sequence[RowRuns]) -> list[str]:
     n = len(CLAIMS)
-    head = ["semantics", "scenario", *(f"`{c.id}`" for c in CLAIMS), "direction", "CI excl. 0"]
+    head = ["semantics", "scenario", *(f"`{c.id}`" for c in CLAIMS)]
+    head += ["direction", "CI excl. 0", "reproduced"]
     body = []
     for row in rows:
-        d, s = counts(row)
+        d, s, r = counts(row)
         cells = [cell_text(verdict(c, row)) for c in CLAIMS]
-        body.append([row.semantics.name, row.scenario, *cells, f"{d}/{n}", f"{s}/{n}"])
+        body.append([row.semantics.name, row.scenario, *cells, f"{d}/{n}", f"{s}/{n}", f"{r}/{n}"])
     legend = [[f"`{c.id}`", c.figure, c.words, c.paper, _quantity_words(c)] for c in CLAIMS]
     legend_head = ["id", "figure", "the paper's words", "the paper's number", "per-seed quantity"]
     return _lines(
@@ -208,11 +191,11 @@ def _row_summaries(rows: Sequence[RowRuns], fig1: Fig1) -> list[str]:
     jct = [c for c in CLAIMS if c.metric == "jct"]
     cost = [c for c in CLAIMS if c.metric == "cost"]
     for row in rows:
-        d, s = counts(row)
+        d, s, r = counts(row)
         figs = []
         for fig in FIGURES:
             cs = [c for c in CLAIMS if c.figure == fig.name]
-            figs.append(f"{fig.name} {counts(row, cs)[0]}/{len(cs)}")
+            figs.append(f"{fig.name} {counts(row, cs)[2]}/{len(cs)}")
         runs = fig1.errors[row.semantics.name] is None
         items.append(
             _t(
@@ -222,9 +205,10 @@ def _row_summaries(rows: Sequence[RowRuns], fig1: Fig1) -> list[str]:
                 direction=d,
                 n_claims=len(CLAIMS),
                 significant=s,
+                reproduced=r,
                 figures=", ".join(figs),
-                jct=f"{counts(row, jct)[0]}/{len(jct)}",
-                cost=f"{counts(row, cost)[0]}/{len(cost)}",
+                jct=f"{counts(row, jct)[2]}/{len(jct)}",
+                cost=f"{counts(row, cost)[2]}/{len(cost)}",
                 fig1=_t("rows.fig1-runs" if runs else "rows.fig1-infeasible"),
             )
         )
@@ -246,7 +230,9 @@ def _per_figure(rows: Sequence[RowRuns]) -> list[str]:
                 chart=fig.chart,
                 table=markdown_table(head, body, "ll" + "r" * len(rows)),
                 n_claims=len(claims),
-                counts=", ".join(f"{_col(r)} {counts(r, claims)[0]}" for r in rows),
+                counts=", ".join(
+                    f"{_col(r)} {counts(r, claims)[0]} ({counts(r, claims)[2]})" for r in rows
+                ),
             )
         )
     return _lines("figures", semantics=CHART_SEMANTICS.name, figures=_blocks(figures))
@@ -382,7 +368,7 @@ def _mechanisms(data: Measurements) -> list[str]:
         n_claims=len(CLAIMS),
         n_rows=len(data.rows),
         ids=_ids(data.failing),
-        groups=_blocks([_mechanism(m, data.rows) for m in data.mechanisms]),
+        groups=_blocks([_mechanism(m, m.rows) for m in data.mechanisms]),
     )
 
 
@@ -404,8 +390,8 @@ def _mechanism(m: Mechanism, rows: Sequence[RowRuns]) -> list[str]:
         ids=_ids(group),
         words=words,
         n_rows=len(rows),
-        low=_num(min(means)),
-        high=_num(max(means)),
+        low=num_text(min(means)),
+        high=num_text(max(means)),
         unit=" points" if main.trend else "%",
         what=_t(f"mechanism.{main.metric}-what"),
         seeds=_seeds_words(rows[0].seeds),
@@ -423,7 +409,7 @@ def _decomposition(m: Mechanism, rows: Sequence[RowRuns]) -> list[str]:
     R, A = LABEL[claim.ref], LABEL[m.policy]
     head = ["row"]
     for point in claim.points:
-        at = f", {_point_words(point)}" if claim.trend else ""
+        at = f", {point_words(point)}" if claim.trend else ""
         if claim.metric == "cost":
             head += [f"{R} GPU-h{at}", f"{R} $/kWh{at}", f"{A} GPU-h{at}", f"{A} $/kWh{at}"]
         else:
@@ -456,7 +442,7 @@ def _cost_story(m: Mechanism, rows: Sequence[RowRuns]) -> list[str]:
     return _lines(
         "story.cost",
         power=m.power_kw,
-        point=_point_words(m.main.points[0]),
+        point=point_words(m.main.points[0]),
         ref=LABEL[m.main.ref],
         ref_gpu_h=r0.gpu_h,
         ref_price=r0.price,
@@ -484,8 +470,8 @@ def _queue_story(m: Mechanism, rows: Sequence[RowRuns]) -> list[str]:
         pol_waiting1=100 * a1.waiting,
         ref_waiting0=100 * r0.waiting,
         ref_waiting1=100 * r1.waiting,
-        at0=_point_words(p0),
-        at1=_point_words(p1),
+        at0=point_words(p0),
+        at1=point_words(p1),
         policy=A,
         ref=LABEL[m.main.ref],
         pol_wait0=a0.wait_h,
@@ -566,7 +552,7 @@ def _example(claim: Claim, pol: str, ex: Example) -> str:
     return _t(
         "example",
         seed=ex.seed,
-        point=_point_words(ex.point),
+        point=point_words(ex.point),
         id=claim.id,
         policy=A,
         why=why,
@@ -698,9 +684,14 @@ def render(data: Measurements, preemption: PreemptRanking | None = None) -> str:
         n_seeds=len(seeds),
         seed_range=seed_range(seeds),
         semantics=semantics,
+        n_semantics=_WORDS.get(len(SEMANTICS), str(len(SEMANTICS))),
+        variants=_and([f"{v.name}" for v in VARIANTS]),
+        **threshold_words(),
         summary=_summary(rows, data.failing),
         semantics_table=_semantics_table(rows),
         rows=_row_summaries(rows, data.fig1),
+        robust=robust_section(data),
+        physical=physical_section(data),
         absolute=_absolute(rows),
         egress=_egress(data.egress),
         preemption=_trim(render_preemption(preemption)) if preemption is not None else [],

@@ -1,6 +1,7 @@
-"""The computation behind ``bacepipe reproduce``: the four simulator semantics, the runs of
-every claim's experiments (:func:`run_rows`), and the measurements the report explains them
-with (:func:`measure`), as plain records for :mod:`.reproduce_report` to put into words.
+"""The computation behind ``bacepipe reproduce``: the five simulator semantics and the three
+memory variants of the default one, the runs of every claim's experiments (:func:`run_rows`),
+and the measurements the report explains them with (:func:`measure`), as plain records for
+:mod:`.reproduce_report` to put into words.
 
 Nothing here writes prose. The per-job measurements simulate the few runs they show again
 (:class:`Records`); a run is deterministic, so they match the totals of :func:`run_rows`.
@@ -35,7 +36,7 @@ from .claims import (
     verdict,
 )
 from .experiments import SWEEPS
-from .runner import RayBackend, RunSpec, RunSummary, expand, run_all
+from .runner import RayBackend, RunSpec, RunSummary, expand, run_all, with_constants
 from .stats import Estimate
 from .summary import PolicyStats, summarise
 
@@ -45,6 +46,7 @@ __all__ = [
     "FIG1_POLICIES",
     "SCENARIOS",
     "SEMANTICS",
+    "VARIANTS",
     "Agg",
     "EgressRanking",
     "Example",
@@ -57,6 +59,7 @@ __all__ = [
     "Semantics",
     "WhySemantics",
     "job_price",
+    "load_point",
     "measure",
     "points",
     "run_rows",
@@ -69,11 +72,14 @@ SCENARIOS = ("paper", "paper-aws")
 
 @dataclass(frozen=True)
 class Semantics:
-    """How the simulator treats GPU memory and admission ([semantics §3a, §3b](semantics.md))."""
+    """How the simulator treats GPU memory, admission and time ([semantics §3a, §3b](semantics.md),
+    [model](model.md)): world settings, and for a memory variant entries of the scenario file's
+    ``constants`` section."""
 
     name: str
     knobs: tuple[tuple[str, Any], ...]  # load_scenario keywords
     about: str
+    constants: tuple[tuple[str, float], ...] = ()  # the scenario file's constants replaced
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -107,10 +113,44 @@ SEMANTICS = (
         (("admission", "full"), ("ignore_memory", False)),
         "memory checked; a job starts only with the GPUs it would get on the idle cluster",
     ),
+    Semantics(
+        "physical",
+        (("admission", "greedy"), ("ignore_memory", False), ("model", "physical")),
+        "memory checked, greedy admission, and the world runs by the physical model (6N/8N "
+        "FLOPs per token over active parameters, backward on the reverse links, both link "
+        "directions booked, latency once per fill, a 2 GB runtime reserve per GPU); the "
+        "schedulers still decide by Eq. (1)",
+    ),
 )
 
 #: The default world the charts and the egress table show: memory checked, greedy admission.
 CHART_SEMANTICS = SEMANTICS[1]
+
+
+def _variant(name: str, knob: tuple[tuple[str, Any], ...], about: str, **kw: Any) -> Semantics:
+    return Semantics(name, (*CHART_SEMANTICS.knobs, *knob), about, **kw)
+
+
+#: The default world (greedy, memory checked) with the memory floors moved ([model, Variants of
+#: the floors](model.md)): a claim is robust when its verdict is the same under all of them.
+VARIANTS = (
+    _variant(
+        "state-only floors",
+        (("state_only_floors", True),),
+        "the floors count the training state alone",
+    ),
+    _variant(
+        "+2 GB reserve",
+        (("gpu_reserve_gb", 2.0),),
+        "each GPU keeps 2 GB for the runtime",
+    ),
+    _variant(
+        "18 B/param",
+        (),
+        "18 bytes of training state per parameter (fp32 gradients accumulated beside bf16 ones)",
+        constants=(("bytes_per_param", 18.0),),
+    ),
+)
 #: The default world with cross-region egress charged at AWS's inter-region rate (semantics §10).
 EGRESS: Point = ("egress", DEFAULT_EGRESS_USD_PER_GB)
 
@@ -133,6 +173,12 @@ def scenario_knobs(sem: Semantics, point: Point) -> dict[str, Any]:
         return {**sem.kwargs, "egress_usd_per_gb": value}
     knob = SWEEPS[kind][0]
     return {**sem.kwargs, knob: int(value) if knob == "n_jobs" else value}
+
+
+def load_point(sem: Semantics, scenario: str, seed: int, point: Point = DEFAULT) -> Scenario:
+    """The scenario of one run: ``scenario`` at ``point`` under ``sem``, for ``seed``."""
+    source = with_constants(scenario, sem.constants)
+    return load_scenario(source, seed=seed, **scenario_knobs(sem, point))
 
 
 @dataclass
@@ -173,17 +219,25 @@ def specs_for(sem: Semantics, scenario: str, seeds: Sequence[int]) -> list[RunSp
         pts.append((EGRESS, pts[0][1]))
     for point, policies in pts:
         tag = {"semantics": sem.name, "point": point[0], "value": point[1]}
-        out += expand(policies, scenario, seeds, scenario_knobs(sem, point), tag)
+        knobs = scenario_knobs(sem, point)
+        out += expand(policies, scenario, seeds, knobs, tag, sem.constants)
     return out
 
 
 def run_rows(
-    seeds: Sequence[int], *, workers: int | RayBackend = 1, progress: bool | None = None
+    seeds: Sequence[int],
+    *,
+    workers: int | RayBackend = 1,
+    progress: bool | None = None,
+    semantics: Sequence[Semantics] = (*SEMANTICS, *VARIANTS),
 ) -> list[RowRuns]:
-    """Run every row (semantics x scenario) in one :func:`run_all` call."""
-    cells = [(sem, sc) for sem in SEMANTICS for sc in SCENARIOS]
+    """Run every row (semantics x scenario, the memory variants' rows after the semantics')
+    in one :func:`run_all` call."""
+    cells = [(sem, sc) for sem in semantics for sc in SCENARIOS]
     specs = [s for sem, sc in cells for s in specs_for(sem, sc, seeds)]
-    results = run_all(specs, workers=workers, label="reproduce", progress=progress)
+    # a run that cannot finish (no placement of the policy fits a job in GPU memory) leaves the
+    # claims that read it untestable on its row, not the whole report unwritten
+    results = run_all(specs, workers=workers, label="reproduce", progress=progress, keep_going=True)
     rows = {(sem.name, sc): RowRuns(sem, sc, tuple(seeds), {}) for sem, sc in cells}
     for r in results:
         row = rows[(r.spec.tag["semantics"], r.spec.scenario)]
@@ -222,9 +276,7 @@ class Records:
         """The scenario and the full result of one run."""
         key = (row.semantics.name, row.scenario, point, policy, seed)
         if key not in self._cache:
-            scenario = load_scenario(
-                row.scenario, seed=seed, **scenario_knobs(row.semantics, point)
-            )
+            scenario = load_point(row.semantics, row.scenario, seed, point)
             self._cache[key] = (scenario, make_policy(policy, seed=seed).simulate(scenario))
         return self._cache[key]
 
@@ -430,6 +482,7 @@ class Mechanism:
     """Where a group of failing claims comes from, measured on every row."""
 
     group: tuple[Claim, ...]
+    rows: tuple[RowRuns, ...]  # the rows where every claim of the group is testable
     main: Claim  # the group's claim furthest from the paper on the printed row
     policy: str  # the main claim's policy furthest from the paper there
     estimates: dict[str, list[Estimate]]  # claim id -> per row
@@ -458,6 +511,7 @@ class Mechanism:
 
 def _mechanism(group: Sequence[Claim], rows: Sequence[RowRuns], rec: Records) -> Mechanism:
     printed = rows[0]  # the paper as printed, on the paper's scenario
+    rows = [r for r in rows if not any(verdict(c, r).untestable for c in group)]
     est = {c.id: [verdict(c, r).est for r in rows] for c in group}
     main = min(group, key=lambda c: (est[c.id][0].mean, c.id))
 
@@ -472,7 +526,8 @@ def _mechanism(group: Sequence[Claim], rows: Sequence[RowRuns], rec: Records) ->
     power = load_scenario(
         printed.scenario, seed=printed.seeds[0], **printed.semantics.kwargs
     ).cluster.power_kw
-    return Mechanism(tuple(group), main, pol, est, aggs, power, _example(main, pol, printed, rec))
+    example = _example(main, pol, printed, rec)
+    return Mechanism(tuple(group), tuple(rows), main, pol, est, aggs, power, example)
 
 
 def _example(claim: Claim, pol: str, row: RowRuns, rec: Records) -> Example:
@@ -619,24 +674,45 @@ def _fig1() -> Fig1:
 class Measurements:
     """The rows' runs and every measurement the report explains them with."""
 
-    rows: list[RowRuns]
+    rows: list[RowRuns]  # the semantics' rows
+    variants: list[RowRuns]  # the memory variants' rows, in VARIANTS order
     egress: list[EgressRanking]  # the default world's rows, with egress charged
     why: WhySemantics
     failing: list[Claim]  # the claims no row reproduces in direction
     mechanisms: list[Mechanism]  # one per group of failing claims
     fig1: Fig1
 
+    def base(self) -> list[RowRuns]:
+        """The default world's rows (greedy, memory checked), one per scenario."""
+        return [r for r in self.rows if r.semantics == CHART_SEMANTICS]
+
+    def variant_rows(self) -> list[tuple[str, list[RowRuns]]]:
+        """Each memory variant's rows, one per scenario in the base rows' order."""
+        order = [r.scenario for r in self.base()]
+        return [
+            (
+                v.name,
+                sorted(
+                    (r for r in self.variants if r.semantics == v),
+                    key=lambda r: order.index(r.scenario),
+                ),
+            )
+            for v in VARIANTS
+        ]
+
 
 def measure(rows: Sequence[RowRuns]) -> Measurements:
-    """Every measurement of the report, from the rows' runs (and, for per-job detail, from the
-    few runs it simulates again)."""
+    """Every measurement of the report, from the rows' runs (the semantics' and the memory
+    variants'; and, for per-job detail, from the few runs it simulates again)."""
     rec = Records()
-    failing = failing_claims(rows, CLAIMS)
+    main = [r for r in rows if r.semantics in SEMANTICS]
+    failing = failing_claims(main, CLAIMS)
     return Measurements(
-        list(rows),
-        [_egress(row) for row in rows if row.semantics == CHART_SEMANTICS],
-        _why(rows, rec),
+        main,
+        [r for r in rows if r.semantics in VARIANTS],
+        [_egress(row) for row in main if row.semantics == CHART_SEMANTICS],
+        _why(main, rec),
         failing,
-        [_mechanism(group, rows, rec) for group in claim_groups(failing)],
+        [_mechanism(group, main, rec) for group in claim_groups(failing)],
         _fig1(),
     )

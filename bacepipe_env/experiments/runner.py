@@ -14,11 +14,11 @@ from typing import Any
 from ..core.scenario import Scenario
 from ..core.units import hours
 from ..core.validate import require_int
-from ..errors import BacepipeError, ValidationError
+from ..errors import BacepipeError, SimulationError, ValidationError
 from ..learned import is_learned, layout_kwargs, load_learned
 from ..policies.registry import make_policy
 from ..scenarios.generators import RandomScenarioGenerator
-from ..scenarios.loader import load_scenario
+from ..scenarios.loader import load_scenario, load_scenario_spec
 from ..signals import Terminated, descendants, reclaim_signals, stop_pids, worker_pool
 from .progress import Progress
 from .stats import Estimate, estimate
@@ -36,7 +36,9 @@ __all__ = [
     "load_learned",  # re-exported from bacepipe_env.learned
     "run_all",
     "run_one",
+    "run_or_fail",
     "spec_scenario",
+    "with_constants",
 ]
 
 #: What ``pip`` installs to run the grid on Ray.
@@ -73,6 +75,9 @@ class RunSpec:
     seed: int
     knobs: tuple[tuple[str, Any], ...] = ()  # (name, value) pairs for load_scenario
     tag: dict[str, Any] = field(default_factory=dict, compare=False)  # carried to the result
+    # (name, value) pairs that replace entries of the scenario file's "constants" section
+    # (``bytes_per_param`` 18, say): a variant of the file rather than a world setting
+    constants: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,13 @@ class RunSummary:
     wasted_cost_usd: float = 0.0
     preemption: str = "none"
     n_preemptions: int = 0
+    error: str = ""  # why the run could not finish (run_all(keep_going=True)); metrics NaN
+
+    @classmethod
+    def failed(cls, spec: RunSpec, error: str) -> RunSummary:
+        """A run that could not finish: every metric NaN, ``error`` saying why."""
+        nan = math.nan
+        return cls(spec, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, error=error)
 
     @property
     def interrupted(self) -> bool:
@@ -119,6 +131,7 @@ class RunSummary:
             "scenario": self.spec.scenario,
             "seed": self.spec.seed,
             **dict(self.spec.knobs),
+            **dict(self.spec.constants),
             **self.spec.tag,
             "avg_jct_h": self.avg_jct_h,
             "total_cost_usd": self.total_cost_usd,
@@ -182,7 +195,18 @@ def spec_scenario(spec: RunSpec) -> Scenario:
         import numpy as np
 
         return RandomScenarioGenerator(**dict(spec.knobs))(np.random.default_rng(spec.seed))
-    return load_scenario(spec.scenario, seed=spec.seed, **dict(spec.knobs))
+    source = with_constants(spec.scenario, spec.constants)
+    return load_scenario(source, seed=spec.seed, **dict(spec.knobs))
+
+
+def with_constants(scenario: str, constants: Iterable[tuple[str, float]]) -> str | dict[str, Any]:
+    """The named scenario or file, or, with ``constants``, its parsed mapping with those
+    entries of its ``constants`` section replaced (the loader validates them as the file's)."""
+    override = dict(constants)
+    if not override:
+        return scenario
+    spec = load_scenario_spec(scenario)
+    return {**spec, "constants": {**spec.get("constants", {}), **override}}
 
 
 def run_one(spec: RunSpec) -> RunSummary:
@@ -217,6 +241,15 @@ def run_one(spec: RunSpec) -> RunSummary:
     )
 
 
+def run_or_fail(spec: RunSpec) -> RunSummary:
+    """:func:`run_one`, or :meth:`RunSummary.failed` when the simulation cannot finish (a job
+    that no placement of the policy fits, say)."""
+    try:
+        return run_one(spec)
+    except SimulationError as err:
+        return RunSummary.failed(spec, str(err))
+
+
 def default_workers() -> int:
     """Worker processes to use by default: the cores this process may run on, at most 2."""
     try:
@@ -232,8 +265,11 @@ def run_all(
     workers: int | RayBackend = 1,
     label: str = "",
     progress: bool | None = None,
+    keep_going: bool = False,
 ) -> list[RunSummary]:
     """Run every spec; results come back in the order of ``specs`` whatever ``workers`` is.
+    With ``keep_going`` a run whose simulation cannot finish is a :meth:`RunSummary.failed`
+    record instead of an error (:func:`run_or_fail`).
 
     With ``workers > 1`` runs are spread over that many processes in chunks (not when a learned
     policy is among them: those run here); with a :class:`RayBackend`, over Ray tasks.
@@ -243,28 +279,30 @@ def run_all(
     if progress is False:
         bar.quiet()
     results: list[RunSummary] = []
+    run = run_or_fail if keep_going else run_one
     if isinstance(workers, RayBackend):
         with bar:
-            return _run_ray(specs, workers, bar)
+            return _run_ray(specs, workers, bar, keep_going)
     with bar:
         # A learned policy means torch: its thread pools do not survive a fork, so those
         # runs stay in this process (inference is cheap next to the simulation).
         if workers <= 1 or len(specs) < 2 or any(is_learned(s.policy) for s in specs):
             for spec in specs:
-                results.append(run_one(spec))
+                results.append(run(spec))
                 bar.update()
             return results
         chunk = max(1, len(specs) // (workers * 8))
         with worker_pool(workers) as pool:
-            for summary in pool.map(run_one, specs, chunksize=chunk):
+            for summary in pool.map(run, specs, chunksize=chunk):
                 results.append(summary)
                 bar.update()
     return results
 
 
-def _run_chunk(specs: Sequence[RunSpec]) -> list[RunSummary]:
+def _run_chunk(specs: Sequence[RunSpec], keep_going: bool = False) -> list[RunSummary]:
     """One Ray task: a few runs, so that a task's overhead is paid once per chunk."""
-    return [run_one(spec) for spec in specs]
+    run = run_or_fail if keep_going else run_one
+    return [run(spec) for spec in specs]
 
 
 def _probe(address: str | None, timeout_s: float = 5.0) -> None:
@@ -281,7 +319,9 @@ def _probe(address: str | None, timeout_s: float = 5.0) -> None:
         raise BacepipeError(f"cannot reach Ray at {address}: {err.strerror or err}") from None
 
 
-def _run_ray(specs: Sequence[RunSpec], backend: RayBackend, bar: Progress) -> list[RunSummary]:
+def _run_ray(
+    specs: Sequence[RunSpec], backend: RayBackend, bar: Progress, keep_going: bool = False
+) -> list[RunSummary]:
     """The grid as Ray tasks of a few runs each, gathered back in the order of ``specs``."""
     # Ray's C++ failure handler would print a stack trace on SIGTERM (read at import time)
     os.environ.setdefault("RAY_DISABLE_FAILURE_SIGNAL_HANDLER", "1")
@@ -299,7 +339,7 @@ def _run_ray(specs: Sequence[RunSpec], backend: RayBackend, bar: Progress) -> li
         size = max(1, len(specs) // (cpus * 8))  # about 8 tasks per CPU, as the local pool
         chunks = [list(specs[i : i + size]) for i in range(0, len(specs), size)]
         task = ray.remote(num_cpus=1)(_run_chunk)
-        refs = [task.remote(chunk) for chunk in chunks]
+        refs = [task.remote(chunk, keep_going) for chunk in chunks]
         sizes = {ref: len(chunk) for ref, chunk in zip(refs, chunks)}
         waiting = list(refs)
         while waiting:
@@ -351,7 +391,9 @@ def expand(
     seeds: Iterable[int],
     knobs: dict[str, Any] | None = None,
     tag: dict[str, Any] | None = None,
+    constants: Iterable[tuple[str, float]] = (),
 ) -> list[RunSpec]:
     """Every (policy, seed) pair as a RunSpec, policies outermost."""
     kn = tuple(sorted((knobs or {}).items()))
-    return [RunSpec(p, scenario, s, kn, dict(tag or {})) for p in policies for s in seeds]
+    cs = tuple(constants)
+    return [RunSpec(p, scenario, s, kn, dict(tag or {}), cs) for p in policies for s in seeds]

@@ -17,10 +17,13 @@ from bacepipe_env.experiments.claims import (
     FIGURES,
     LABEL,
     METRICS,
+    MIN_GAP_PCT,
+    MIN_TREND_POINTS,
     Claim,
     Point,
     claim_groups,
     failing_claims,
+    robustness,
     verdict,
 )
 from bacepipe_env.experiments.report_text import Templates, templates
@@ -37,8 +40,10 @@ def test_every_record_has_every_field() -> None:
         for name in TEXT_FIELDS:
             value = getattr(c, name)
             assert isinstance(value, str) and value.strip() == value and value, (c.id, name)
-        assert isinstance(c.threshold, float) and math.isfinite(c.threshold), c.id
-        assert c.threshold >= 0.0, c.id  # a margin beyond zero on the paper's side
+        # every record takes its kind's practical threshold, a margin on the paper's side
+        assert c.threshold is None, c.id
+        assert c.practical == (MIN_TREND_POINTS if c.trend else MIN_GAP_PCT) > 0.0, c.id
+        assert math.isfinite(c.practical), c.id
 
 
 def test_ids_are_unique_and_name_their_figure() -> None:
@@ -142,13 +147,71 @@ def test_direction_and_threshold_are_read_from_the_record() -> None:
     minus = dataclasses.replace(plus, direction="-")
     assert minus.values(row) == [-x for x in plus.values(row)]
     assert verdict(plus, row).direction and not verdict(minus, row).direction
-    # both seeds lie near +49.3%: a 60-point margin is not met, a 40-point one is
-    assert not verdict(dataclasses.replace(plus, threshold=60.0), row).direction
-    assert verdict(dataclasses.replace(plus, threshold=40.0), row).direction
+    # both seeds lie near +49.3%: a 60% threshold is not reached, a 40% one is; the direction
+    # does not depend on it
+    high = verdict(dataclasses.replace(plus, threshold=60.0), row)
+    assert high.direction and not high.reproduced
+    assert verdict(dataclasses.replace(plus, threshold=40.0), row).reproduced
     # a tie on every seed is "=", whatever the direction
     tie = dataclasses.replace(plus, metric="cost")
     assert verdict(tie, row).mark == "="
     assert failing_claims([row], [tie]) == [tie]
+
+
+class _Costs(_Row):
+    """A made-up row of costs: LCF's by point (BACE-Pipe's 100 everywhere), the same on every
+    seed; a NaN stands for a run that could not finish."""
+
+    def __init__(self, lcf: float, at_bw: float = 100.0) -> None:
+        super().__init__({})
+        self.lcf = {DEFAULT: lcf, BW: at_bw}
+
+    def cost(self, point: Point, policy: str, seed: int) -> float:
+        return self.lcf[point] if policy == "lcf" else 100.0
+
+
+_GAP = Claim("4C-x", "Fig. 4", "cost", ("lcf",), "bace-pipe", (DEFAULT,), "f", "w", "p", "t")
+
+
+def test_an_effect_below_the_threshold_is_in_direction_but_not_reproduced() -> None:
+    """LCF 100.5 against BACE-Pipe 100 on both seeds: +0.5% each, so in the paper's direction
+    with an interval that excludes zero (no spread at all), yet below MIN_GAP_PCT = 1%: not
+    reproduced. 102 against 100 is +2%: reproduced; 101 is exactly the threshold: reproduced."""
+    assert MIN_GAP_PCT == 1.0 and MIN_TREND_POINTS == 1.0
+    small = verdict(_GAP, _Costs(100.5))
+    assert small.est.mean == pytest.approx(0.5)
+    assert small.direction and small.significant and not small.reproduced
+    assert small.mark == "✓✓" and small.outcome == "not reproduced"
+    big = verdict(_GAP, _Costs(102.0))
+    assert big.est.mean == pytest.approx(2.0) and big.reproduced and big.outcome == "reproduced"
+    assert verdict(_GAP, _Costs(101.0)).reproduced  # "at least"
+    # a trend: +0.5% at the default world minus 0% at bandwidth x0.3 = 0.5 points < 1 point
+    trend = dataclasses.replace(_GAP, points=(DEFAULT, BW))
+    t = verdict(trend, _Costs(100.5, at_bw=100.0))
+    assert t.threshold == MIN_TREND_POINTS
+    assert t.est.mean == pytest.approx(0.5) and t.direction and not t.reproduced
+    # +3% minus +1.5% = 1.5 points: reproduced
+    assert verdict(trend, _Costs(103.0, at_bw=101.5)).reproduced
+
+
+def test_robust_and_fragile_follow_from_the_verdicts() -> None:
+    """Two scenarios, the base world and two variants, made-up rows: a claim is fragile exactly
+    when a variant's outcome (reproduced / not reproduced / untestable) differs on a scenario."""
+    base = [_Costs(105.0), _Costs(100.5)]  # reproduced on the 1st scenario, not on the 2nd
+    same = robustness(
+        _GAP, base, [("a", [_Costs(103.0), _Costs(100.2)]), ("b", [_Costs(109.0), _Costs(96.0)])]
+    )
+    assert same.robust and same.flipped_by == ()
+    # variant "b" reproduces it on the second scenario: fragile, flipped by "b" alone
+    flip = robustness(
+        _GAP, base, [("a", [_Costs(103.0), _Costs(100.2)]), ("b", [_Costs(109.0), _Costs(101.5)])]
+    )
+    assert not flip.robust and flip.flipped_by == ("b",)
+    # a run that cannot finish (NaN) leaves the claim untestable there: another outcome, a flip
+    nan = robustness(_GAP, base, [("a", [_Costs(math.nan), _Costs(100.2)])])
+    ((_, (untestable, _)),) = nan.variants
+    assert untestable.outcome == "untestable" and untestable.mark == "n/a"
+    assert nan.flipped_by == ("a",)
 
 
 def test_groups_share_family_points_and_reference() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import subprocess
@@ -14,15 +15,23 @@ from exp_helpers import PNG_SIGNATURE, header, section, table
 
 from bacepipe_env.cli import main
 from bacepipe_env.core.perf import iteration_time
+from bacepipe_env.core.scenario import Scenario
 from bacepipe_env.core.units import hours
+from bacepipe_env.errors import SimulationError
 from bacepipe_env.experiments import run_compare
 from bacepipe_env.experiments.reproduce import (
+    CHART_SEMANTICS,
     CLAIMS,
     SCENARIOS,
     SEMANTICS,
     ReproduceOutcome,
+    Semantics,
     run_reproduce,
+    specs_for,
+    verdict,
 )
+from bacepipe_env.experiments.reproduce_runs import VARIANTS, load_point
+from bacepipe_env.experiments.runner import RunSpec, run_all, spec_scenario
 from bacepipe_env.experiments.stats import estimate
 from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import load_scenario
@@ -45,27 +54,131 @@ def cell(md: str, semantics: str, scenario: str, claim: str) -> str:
     return row[col]
 
 
-def test_semantics_table_has_eight_rows_with_counts(report: tuple[ReproduceOutcome, str]) -> None:
+#: A cell's mark, with ``(<1)`` when the mean has the paper's sign but is below the threshold.
+MARK = re.compile(r"(?:(✓✓|✓)(?: \((<1)\))?|✗✗|✗|=)$|^n/a$")
+
+
+def test_semantics_table_has_ten_rows_with_counts(report: tuple[ReproduceOutcome, str]) -> None:
     _, md = report
     sec = section(md, "## The semantics table")
     head = header(sec)
     assert head[:2] == ["semantics", "scenario"]
-    assert head[2:-2] == [f"`{c.id}`" for c in CLAIMS]
-    assert head[-2:] == ["direction", "CI excl. 0"]
+    assert head[2:-3] == [f"`{c.id}`" for c in CLAIMS]
+    assert head[-3:] == ["direction", "CI excl. 0", "reproduced"]
     rows = table(sec)
+    assert [s.name for s in SEMANTICS][-1] == "physical"
     assert [(r[0], r[1]) for r in rows] == [(s.name, sc) for s in SEMANTICS for sc in SCENARIOS]
     n = len(CLAIMS)
     for r in rows:
         assert len(r) == len(head)
-        cells = r[2:-2]
-        direction = sum(c.endswith(("✓", "✓✓")) for c in cells)
-        significant = sum(c.endswith("✓✓") for c in cells)
-        assert r[-2] == f"{direction}/{n}"
-        assert r[-1] == f"{significant}/{n}"
-        assert all(re.search(r"(✓✓|✓|✗✗|✗|=)$", c) for c in cells), cells
+        cells = r[2:-3]
+        marks = [MARK.search(c) for c in cells]
+        assert all(marks), cells
+        direction = sum(m is not None and m.group(1) is not None for m in marks)
+        significant = sum(m is not None and m.group(1) == "✓✓" for m in marks)
+        reproduced = sum(m is not None and bool(m.group(1)) and not m.group(2) for m in marks)
+        assert r[-3:] == [f"{direction}/{n}", f"{significant}/{n}", f"{reproduced}/{n}"]
     # the Summary repeats the counts
     summary = table(section(md, "## Summary"))
-    assert [s[2:] for s in summary] == [r[-2:] for r in rows]
+    assert [s[2:] for s in summary] == [r[-3:] for r in rows]
+
+
+def test_below_the_threshold_is_marked_and_not_counted(
+    report: tuple[ReproduceOutcome, str],
+) -> None:
+    """An in-direction cell carries ``(<1)`` exactly when its mean is below 1 (percent or
+    point): the printed mean (one decimal) is at most 1.0 with it and at least 1.0 without."""
+    _, md = report
+    n_short = 0
+    for r in table(section(md, "## The semantics table")):
+        for c in r[2:-3]:
+            m = MARK.search(c)
+            assert m is not None
+            if m.group(1):
+                mean = float(c.split()[0])
+                assert (mean <= 1.0) if m.group(2) else (mean >= 1.0), c
+                n_short += m.group(2) is not None
+    assert n_short > 0  # these seeds have some
+
+
+def test_physical_semantics_runs_the_physical_model() -> None:
+    """The physical row's runs (their specs, as run_all runs them, and the scenarios the
+    report simulates again) run by model="physical"; the greedy row's by the paper's."""
+    physical, greedy = SEMANTICS[-1], SEMANTICS[1]
+    for sem, model in ((physical, "physical"), (greedy, "paper")):
+        spec = specs_for(sem, "paper", [0])[0]
+        scenario = spec_scenario(spec)
+        assert make_policy(spec.policy).simulate(scenario).model == model
+        assert load_point(sem, "paper", 0).world.model == model
+
+
+def _floors(scenario: Scenario) -> dict[str, int]:
+    return {j.model.name: min(scenario.memory_floors[j.job_id]) for j in scenario.jobs}
+
+
+def test_each_memory_variant_moves_the_floors_it_names() -> None:
+    """[model, Variants of the floors]: on `paper`, FLM-101B fits in 40 A6000s and
+    Llama-3.1-70B in 27 by default; a 2 GB reserve per GPU moves them to 80 and 40. State-only
+    floors leave those two (their activations are small next to the state) and lower the small
+    models' (Falcon-40B 20 -> 15, Qwen2.5-14B 7 -> 5); 18 bytes per parameter moves FLM-101B and
+    Llama-3.1-70B as the reserve does and Qwen2.5-32B from 13 to 16."""
+    by_name = {v.name: v for v in VARIANTS}
+    assert set(by_name) == {"state-only floors", "+2 GB reserve", "18 B/param"}
+
+    def floors(sem: Semantics) -> dict[str, int]:
+        run = _floors(spec_scenario(specs_for(sem, "paper", [0])[0]))
+        assert run == _floors(load_point(sem, "paper", 0))  # the report's re-simulations agree
+        return run
+
+    base = floors(CHART_SEMANTICS)
+    assert (base["FLM-101B"], base["Llama-3.1-70B"]) == (40, 27)
+    reserve = floors(by_name["+2 GB reserve"])
+    assert (reserve["FLM-101B"], reserve["Llama-3.1-70B"]) == (80, 40)
+    state = floors(by_name["state-only floors"])
+    assert (state["FLM-101B"], state["Llama-3.1-70B"]) == (40, 27)
+    assert (state["Falcon-40B"], state["Qwen2.5-14B"]) == (15, 5)
+    b18 = by_name["18 B/param"]
+    assert b18.constants == (("bytes_per_param", 18.0),)
+    heavy = floors(b18)
+    assert (heavy["FLM-101B"], heavy["Llama-3.1-70B"], heavy["Qwen2.5-32B"]) == (80, 40, 16)
+    scenario = spec_scenario(specs_for(b18, "paper", [0])[0])
+    assert {j.constants.bytes_per_param for j in scenario.jobs} == {18.0}
+    # the default world keeps the file's 16
+    assert {j.constants.bytes_per_param for j in load_point(CHART_SEMANTICS, "paper", 0).jobs} == {
+        16.0
+    }
+
+
+def test_robust_section_follows_from_the_variant_rows(
+    report: tuple[ReproduceOutcome, str],
+) -> None:
+    """A claim is fragile exactly when a variant's outcome differs from greedy's on a scenario,
+    computed here from the outcome's rows."""
+    outcome, md = report
+    sec = section(md, "## Robust or fragile")
+    counts = table(sec)  # greedy's and each variant's counts, by scenario
+    assert [(r[0], r[1]) for r in counts] == [
+        (s.name, sc) for s in (CHART_SEMANTICS, *VARIANTS) for sc in SCENARIOS
+    ]
+    rows = {r[0].strip("`"): r for r in table(sec[sec.index("| claim |") :])}
+    assert list(rows) == [c.id for c in CLAIMS]
+    base = {r.scenario: r for r in outcome.rows if r.semantics == CHART_SEMANTICS}
+    for c in CLAIMS:
+        flips = [
+            v.name
+            for v in VARIANTS
+            if any(
+                verdict(c, r).outcome != verdict(c, base[r.scenario]).outcome
+                for r in outcome.variants
+                if r.semantics == v
+            )
+        ]
+        assert rows[c.id][-2] == ("**fragile**" if flips else "robust"), c.id
+        assert [f.split(" (")[0] for f in rows[c.id][-1].split("; ") if f] == flips, c.id
+    # the n/a cells are explained by the runs that cannot finish, named with their error
+    prose = " ".join(sec.split())
+    assert "LCF, LDF at GPUs x0.5 under +2 GB reserve on `paper` (4 runs)" in prose
+    assert "can never start" in prose
 
 
 def test_fig4_cell_equals_run_compare(report: tuple[ReproduceOutcome, str], tmp_path: Path) -> None:
@@ -83,7 +196,9 @@ def test_fig4_cell_equals_run_compare(report: tuple[ReproduceOutcome, str], tmp_
     mean, ci = 100 * (ldf.jct_norm.mean - 1), 100 * ldf.jct_norm.ci95
     text = cell(md, "greedy", "paper", "4J-ldf")
     assert text.startswith(f"{mean:+.1f} ± {ci:.1f} "), text
-    assert text.endswith("✓" if mean > 0 else "✗") or text.endswith(("✓✓", "✗✗"))
+    mark = text.split()[3]
+    assert mark in (("✓", "✓✓") if mean > 0 else ("✗", "✗✗")), text
+    assert text.endswith("(<1)") == (0 < mean < 1.0), text
 
 
 def test_trend_cell_equals_policy_simulate(report: tuple[ReproduceOutcome, str]) -> None:
@@ -131,17 +246,18 @@ def test_fig1_section(report: tuple[ReproduceOutcome, str]) -> None:
     ignore = rows["ignore-memory + greedy"][1]
     assert "LCF: P on C:2, Q on B:3" in ignore
     assert "LDF: P on A:4, Q on B:3" in ignore
-    for sem in ("greedy", "finish-aware", "full"):
+    for sem, floor in (("greedy", 27), ("finish-aware", 27), ("full", 27), ("physical", 40)):
         note = rows[sem][1]
         assert note.startswith("infeasible: loading raises `ScenarioError:"), note
-        assert "needs 27 GPUs" in note and "11 GPUs" in note
+        # the physical model keeps 2 GB per GPU for the runtime: Q needs 40 A6000s
+        assert f"needs {floor} GPUs" in note and "11 GPUs" in note
     detail = sec.split("in detail:", 1)[1].split("For reference", 1)[0]
     assert "| LCF | C:2 | B:3 |" in detail
     assert "| LDF | A:4 | B:3 |" in detail
     assert "| BACE-Pipe | A:4 | B:3 > C:2 |" in detail
     # the row summaries say the same
     summary = " ".join(section(md, "## Row by row").split())
-    assert summary.count("the Fig. 1 example is infeasible") == 6
+    assert summary.count("the Fig. 1 example is infeasible") == 8
     assert summary.count("the Fig. 1 example runs") == 2
 
 
@@ -222,8 +338,8 @@ def test_mechanisms_exactly_for_the_claims_no_row_reproduces(
     rows = table(sec)
     unreproduced = [
         h.strip("`")
-        for i, h in enumerate(head[2:-2], start=2)
-        if not any(r[i].endswith(("✓", "✓✓")) for r in rows)
+        for i, h in enumerate(head[2:-3], start=2)
+        if not any("✓" in r[i] for r in rows)
     ]
     assert unreproduced == [c.id for c in outcome.failing]
     assert unreproduced, "these seeds leave some claim unreproduced"
@@ -270,7 +386,8 @@ def test_cli_writes_the_report(tmp_path: Path, capsys: pytest.CaptureFixture[str
     stdout = capsys.readouterr().out
     assert (out / "reproduction.md").is_file()
     assert "--seeds 1`" in (out / "reproduction.md").read_text(encoding="utf-8")
-    assert len([line for line in stdout.splitlines() if "in direction" in line]) == 8
+    # the five semantics and the three memory variants, on both scenarios
+    assert len([line for line in stdout.splitlines() if "in direction" in line]) == 16
     assert f"wrote {out / 'reproduction.md'}" in stdout
 
 
@@ -320,3 +437,16 @@ def test_docs_report_is_current(tmp_path: Path) -> None:
     assert main(["reproduce", "--out", str(tmp_path), "--seeds", match.group(1)]) == 0
     regenerated = (tmp_path / "reproduction.md").read_text(encoding="utf-8")
     assert regenerated == committed, "run `bacepipe reproduce --out docs` and commit the result"
+
+
+def test_a_run_that_cannot_finish_is_untestable_not_an_error() -> None:
+    """With a 2 GB reserve FLM-101B needs 80 A6000s; at GPUs x0.5 the largest region holds 64,
+    so LCF (one region per job) can never start it. run_all(keep_going=True) records the run as
+    failed (NaN metrics, the simulator's message) instead of raising."""
+    spec = RunSpec(
+        "lcf", "paper", 0, (("gpu_reserve_gb", 2.0), ("gpu_scale", 0.5), ("ignore_memory", False))
+    )
+    with pytest.raises(SimulationError, match="can never start"):
+        run_all([spec])
+    (failed,) = run_all([spec], keep_going=True)
+    assert "can never start" in failed.error and math.isnan(failed.avg_jct_h)

@@ -46,7 +46,7 @@ demo: $(STAMP)
 	@echo "  $(VENV)/bin/tensorboard --logdir out/runs"
 	@echo "TensorBoard (the policies of bacepipe compare):"
 	@echo "  $(VENV)/bin/tensorboard --logdir out/compare/tb"
-	@echo "The paper's claims under four semantics: out/reproduce/reproduction.md"
+	@echo "The paper's claims under five semantics and three memory variants: out/reproduce/reproduction.md"
 	@echo "The online world (Philly arrivals, hourly prices and carbon): out/online/online.md"
 	@echo "Every policy against the GPU failure rate: out/faults/faults.md"
 

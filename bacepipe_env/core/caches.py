@@ -48,7 +48,7 @@ class Caches:
     )
 
     def __init__(self, n_regions: int) -> None:
-        self.shape_keys: dict[int, tuple[object, ...]] = {}  # see Simulator._placement_shape
+        self.shape_keys: dict[int, tuple[object, ...]] = {}  # see Simulator.placement_shape
         self.placement_answers: dict[tuple[object, ...], Placement | None] = {}  # see _placed
         # (job, placement) -> Eq. (1) on the nominal links
         self.iteration_times: dict[tuple[int, Placement], float] = {}

@@ -264,6 +264,9 @@ class Simulator(SimulationState):
             return None
         if self.validate:
             self._check(job_id, placement)
+        if given and not self.world_links_fit(job_id, placement, self.residual_rows):
+            queue.tried.add(job_id)  # the world's booking does not fit: as _placed refuses
+            return None
         if given and not self.admits(job_id, placement):
             queue.tried.add(job_id)
             return None

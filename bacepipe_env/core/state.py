@@ -390,13 +390,13 @@ class SimulationState:
         """The placement policy's answer for ``job_id`` on the given free GPUs and residual
         bandwidth (now when ``time`` is None: asked on the simulator itself), None unless it
         fits in memory. A pure policy's answers are remembered by state and job shape
-        (:meth:`_placement_shape`), in a memo every clone shares: a planner's forks ask about
+        (:meth:`placement_shape`), in a memo every clone shares: a planner's forks ask about
         the same states again and again."""
         policy = self.placement_policy
         caches = self._caches
         memo_on = policy.pure and caches.memo_on
         if memo_on:
-            key = (free, residual, self._placement_shape(job_id))
+            key = (free, residual, self.placement_shape(job_id))
             memo = caches.placement_answers
             got = memo.get(key, _MISSING)
             if got is not _MISSING:
@@ -413,13 +413,14 @@ class SimulationState:
                 del memo[next(iter(memo))]  # the oldest first
         return p
 
-    def _placement_shape(self, job_id: int) -> tuple[object, ...]:
+    def placement_shape(self, job_id: int) -> tuple[object, ...]:
         """What a job's placement depends on besides the cluster's state: jobs of one shape
         get one placement on one state (the environment's previews group them alike)."""
         keys = self._caches.shape_keys
         key = keys.get(job_id)
         if key is None:
             p = self._profiles[job_id]
+            w = self._world_profiles[job_id]  # what the world books: it can refuse an answer
             key = keys[job_id] = (
                 p.k_star,
                 p.activation_bytes,
@@ -427,6 +428,7 @@ class SimulationState:
                 p.stage_overhead,
                 p.n_micro,
                 self._floors[job_id],
+                w.compute_coeff,
             )
         return key
 
@@ -584,7 +586,7 @@ class SimulationState:
         def compute(victim: int) -> tuple[Beneficiary, ...]:
             if not groups:
                 for j in pending:
-                    groups.setdefault(self._placement_shape(j), []).append(j)
+                    groups.setdefault(self.placement_shape(j), []).append(j)
             state = self._state_without(draining | {victim}, now)
             out = []
             iters, attempts, attained = book.iters_left, book.attempts, book.attained

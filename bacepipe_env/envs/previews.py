@@ -129,15 +129,7 @@ class PlacementPreviewer:
         self._new_scenario(sim)
         shape = self._shapes.get(job)
         if shape is None:
-            p = sim.profile(job)
-            shape = self._shapes[job] = (
-                p.k_star,
-                p.activation_bytes,
-                p.compute_coeff,
-                p.stage_overhead,
-                p.n_micro,
-                sim.memory_floor(job),
-            )
+            shape = self._shapes[job] = sim.placement_shape(job)
         return shape
 
     def waits(self, sim: Simulator, release: Release) -> Callable[[int], Waited | None]:

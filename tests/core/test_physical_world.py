@@ -223,3 +223,26 @@ def test_the_memory_variants_move_the_knife_edge_floors() -> None:
     assert floors(model="physical") == reserve  # the physical model's 2 GB reserve
     state = floors(state_only_floors=True)
     assert (state["FLM-101B"], state["Llama-3.1-70B"]) == (40, 27)
+
+
+def test_jobs_the_world_books_differently_are_not_one_placement_shape() -> None:
+    """Placements are remembered by job shape (the planner's forks and the env's previews
+    share them). Two models alike for the schedulers' Eq. (1) but not for the physical world
+    (a dense 100B and a mixture of experts with 12B active, same layers, hidden size and
+    batch) must not share an answer the world may refuse for one of them."""
+    from bacepipe_env.core import Simulator
+    from bacepipe_env.policies import PathfinderPlacement
+    from bacepipe_env.scenarios.loader import load_scenario_spec
+
+    spec = load_scenario_spec("paper")
+    solar = next(m for m in spec["models"] if m["name"] == "Solar-Open-100B")
+    dense = {**solar, "name": "Dense-100B", "active_params": solar["params"]}
+    spec = {**spec, "models": [solar, dense], "workload": {**spec["workload"], "n_jobs": 2}}
+    spec["workload"]["models"] = "cycle"
+    shapes = {}
+    for model in ("paper", "physical"):
+        scn = load_scenario(spec, seed=0, model=model)
+        sim = Simulator(scn, PathfinderPlacement())
+        by_model = {j.model.name: sim.placement_shape(j.job_id) for j in scn.jobs}
+        shapes[model] = by_model["Solar-Open-100B"] == by_model["Dense-100B"]
+    assert shapes == {"paper": True, "physical": False}

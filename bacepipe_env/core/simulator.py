@@ -229,6 +229,8 @@ class Simulator(SimulationState):
             if not self._heap:
                 if queue.pending:
                     what = "that fits in GPU memory " if self._memory else ""
+                    if any(self._refused_by_world(j) for j in queue.pending):
+                        what += "and the world's links (scheduler_model='world' may help) "
                     raise SimulationError(
                         f"jobs {choices(map(str, queue.pending), 60)} can never start: "
                         "placement policy "
@@ -237,6 +239,14 @@ class Simulator(SimulationState):
                     )
                 return None
             self._advance()
+
+    def _refused_by_world(self, job_id: int) -> bool:
+        """Whether the placement policy's answer for ``job_id`` now fits in memory but not in
+        the world's links (its booking by the world's model exceeds what they carry)."""
+        p = self.placement_policy.place(self, job_id)
+        if p is None or not p.path or not self.fits(job_id, p):
+            return False
+        return not self.world_links_fit(job_id, p, self.residual_rows)
 
     def place(self, job_id: int, placement: Placement | None = None) -> Placement | None:
         """Start ``job_id`` now on the placement :meth:`offer` gives it.

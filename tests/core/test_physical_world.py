@@ -246,3 +246,21 @@ def test_jobs_the_world_books_differently_are_not_one_placement_shape() -> None:
         by_model = {j.model.name: sim.placement_shape(j.job_id) for j in scn.jobs}
         shapes[model] = by_model["Solar-Open-100B"] == by_model["Dense-100B"]
     assert shapes == {"paper": True, "physical": False}
+
+
+def test_a_job_the_blind_policy_can_never_place_in_the_world_is_named() -> None:
+    """paper-aws at GPUs x0.5, seed 5, in the physical world: CR-LCF's path for
+    Solar-Open-100B passes its Eq. (1) estimate of b(L), but the world books 8.3x as much (12B
+    active parameters compute 8.3x faster, so activations leave 8.3x as fast), and the idle
+    cluster offers nothing else. The run stops naming the job and the world's links; told the
+    world's model, CR-LCF places it."""
+    import pytest
+
+    blind = load_scenario("paper-aws", seed=5, model="physical", gpu_scale=0.5)
+    solar = next(j.job_id for j in blind.jobs if j.model.name == "Solar-Open-100B")
+    with pytest.raises(SimulationError, match=rf"^jobs {solar} can never start: .*world's links"):
+        make_policy("cr-lcf", seed=0).simulate(blind)
+    told = load_scenario(
+        "paper-aws", seed=5, model="physical", gpu_scale=0.5, scheduler_model="world"
+    )
+    assert len(make_policy("cr-lcf", seed=0).simulate(told).records) == len(told.jobs)

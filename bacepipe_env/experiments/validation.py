@@ -35,6 +35,7 @@ from ..core.perf import MODELS, staged_iteration_time
 __all__ = [
     "BYTES_PER_FLOAT",
     "DATA_FILES",
+    "LEVELS",
     "PEAKS",
     "GpuPeak",
     "LayerProfile",
@@ -68,6 +69,10 @@ _DATA = "data/sailor"
 #: (``run_opt.slurm``) passes neither ``--fp16`` nor ``--bf16``: the runs train in fp32.
 BYTES_PER_FLOAT = 4
 
+#: The levels of prediction: measured per-layer times, then FLOPs at the 16-bit tensor peaks
+#: (the simulator's own assumption) and at the plain fp32 peaks (the runs' precision).
+LEVELS = ("schedule", "flops", "flops-fp32")
+
 #: The project's default model FLOP utilisation (``TrainingConstants().mfu``, 0.4).
 MFU = TrainingConstants().mfu
 
@@ -75,35 +80,45 @@ MFU = TrainingConstants().mfu
 @dataclass(frozen=True)
 class GpuPeak:
     """A GPU's dense tensor-core peak for 16-bit training (fp16/bf16 inputs, fp32
-    accumulate), FLOP/s, and where the figure comes from."""
+    accumulate) and its plain fp32 peak (no tensor cores: what fp32 training gets with
+    PyTorch's default of no TF32 in matrix products), FLOP/s, and where the figures come from."""
 
     gpu: str
-    flops: float  # FLOP/s
+    flops: float  # FLOP/s, 16-bit tensor
     source: str
+    fp32_flops: float = 0.0  # FLOP/s, fp32 without tensor cores
 
 
 #: Dense 16-bit peaks of the GPU types in the runs (one GPU; no sparsity).
 PEAKS: dict[str, GpuPeak] = {
     p.gpu: p
     for p in (
-        GpuPeak("GH-96", 989e12, "NVIDIA H100 datasheet (GH200's H100): 989 TFLOP/s dense bf16"),
+        GpuPeak(
+            "GH-96",
+            989e12,
+            "NVIDIA H100 datasheet (GH200's H100): 989 TFLOP/s dense bf16, 67 fp32",
+            67e12,
+        ),
         GpuPeak(
             "RTX-3090",
             71e12,
             "NVIDIA Ampere GA102 whitepaper (2020), RTX 3090: 71 TFLOP/s fp16 tensor, fp32 "
-            "accumulate, dense (142 with fp16 accumulate)",
+            "accumulate, dense (142 with fp16 accumulate); 35.6 fp32",
+            35.6e12,
         ),
         GpuPeak(
             "Titan-RTX",
             130e12,
             "NVIDIA Titan RTX product page and Turing whitepaper (2018): 130 tensor TFLOP/s "
-            "(fp16, fp32 accumulate at full rate)",
+            "(fp16, fp32 accumulate at full rate); 16.3 fp32",
+            16.3e12,
         ),
         GpuPeak(
             "RTX-2080",
             40.3e12,
             "NVIDIA Turing whitepaper (2018), RTX 2080 reference clocks: 40.3 TFLOP/s fp16 "
-            "tensor, fp32 accumulate (80.5 with fp16 accumulate)",
+            "tensor, fp32 accumulate (80.5 with fp16 accumulate); 10.1 fp32",
+            10.1e12,
         ),
     )
 }
@@ -149,7 +164,7 @@ class Prediction:
     reason it is not predicted (``reason`` is empty when it is)."""
 
     run: Run
-    level: str  # "schedule" or "flops"
+    level: str  # "schedule", "flops" or "flops-fp32" (the FLOPs level on fp32 peaks)
     paper_s: float | None
     physical_s: float | None
     reason: str = ""
@@ -384,8 +399,10 @@ def flops_prediction(
     profiles: dict[tuple[str, str, int, int], list[LayerProfile]],
     network: dict[tuple[str, int, str, int], tuple[float, float, float]],
     mfu: float = MFU,
+    fp32: bool = False,
 ) -> Prediction:
-    """The FLOPs level: stage forward time ``2 N_stage m S / (tp x peak x mfu)`` with
+    """The FLOPs level (``fp32``: on the GPUs' plain fp32 peaks, level ``"flops-fp32"``, the
+    precision the runs train in): stage forward time ``2 N_stage m S / (tp x peak x mfu)`` with
     ``N_stage`` the stage's parameters (the input embedding, a lookup, counted as none);
     the paper's backward equals forward, the physical backward is twice it (three times with
     recomputation); the hops as at the schedule level; no optimizer step.
@@ -393,17 +410,19 @@ def flops_prediction(
     The strict model has one GPU per stage (tp = 1); every run here has tp >= 2, so the
     prediction treats a TP group as one device of ``tp x peak`` with free TP communication
     (an extension, stated in :attr:`Prediction.approximate`)."""
+    level = "flops-fp32" if fp32 else "flops"
     reason = _not_pipeline(run, profiles)
     if not reason and run.stages is None:
         reason = "not representable at the FLOPs level: Aceso's runtime and plan are not Sailor's"
     if reason:
-        return Prediction(run, "flops", None, None, reason)
+        return Prediction(run, level, None, None, reason)
     layers, gpus = _layout(run, profiles)
     tokens = run.micro_batch * run.seq_len
     stage_fwd: list[float] = []
     for stage, gpu, (lo, _hi) in zip(layers, gpus, run.stages or ()):
         params = math.fsum(p.params_full for j, p in enumerate(stage) if lo + j != 0)
-        stage_fwd.append(2.0 * params * tokens / (run.tp * PEAKS[gpu].flops * mfu))
+        peak = PEAKS[gpu].fp32_flops if fp32 else PEAKS[gpu].flops
+        stage_fwd.append(2.0 * params * tokens / (run.tp * peak * mfu))
     factor = 3.0 if _recomputes(run) else 2.0
     stage_bwd = [factor * t for t in stage_fwd]
     hop_fwd, hop_bwd = _hops(run, layers, gpus, network)
@@ -412,7 +431,7 @@ def flops_prediction(
         for m in MODELS
     )
     note = f"TP group of {run.tp} GPUs as one device" if run.tp > 1 else ""
-    return Prediction(run, "flops", paper, physical, approximate=note)
+    return Prediction(run, level, paper, physical, approximate=note)
 
 
 def predict_all() -> list[Prediction]:
@@ -422,6 +441,7 @@ def predict_all() -> list[Prediction]:
     network = load_network()
     preds = [schedule_prediction(r, profiles, network) for r in runs]
     preds += [flops_prediction(r, profiles, network) for r in runs]
+    preds += [flops_prediction(r, profiles, network, fp32=True) for r in runs]
     return preds
 
 
@@ -429,7 +449,7 @@ def summarise(predictions: Sequence[Prediction]) -> list[Summary]:
     """Median and worst absolute relative error per level and model, over the predicted
     runs not flagged suspect."""
     out: list[Summary] = []
-    for level in ("schedule", "flops"):
+    for level in LEVELS:
         rows = [p for p in predictions if p.level == level and not p.reason and not p.run.suspect]
         for model in MODELS:
             errs = [(abs(e), p.run.name) for p in rows if (e := p.error(model)) is not None]
@@ -623,8 +643,14 @@ def render_page(predictions: Sequence[Prediction], command: str) -> str:
             *[f"- {a}" for a in pt.arithmetic],
             "",
         ]
-    peak_lines = ["| GPU | dense 16-bit peak (TFLOP/s) | source |", "|---|---:|---|"]
-    peak_lines += [f"| {g.gpu} | {g.flops / 1e12:g} | {g.source} |" for g in PEAKS.values()]
+    peak_lines = [
+        "| GPU | dense 16-bit peak (TFLOP/s) | fp32 peak (TFLOP/s) | source |",
+        "|---|---:|---:|---|",
+    ]
+    peak_lines += [
+        f"| {g.gpu} | {g.flops / 1e12:g} | {g.fp32_flops / 1e12:g} | {g.source} |"
+        for g in PEAKS.values()
+    ]
     template = resources.files(__package__).joinpath("templates/validation.md").read_text("utf-8")
     n_sched = len({p.run.row for p in sched})
     return template.format(

@@ -105,7 +105,7 @@ bench-large: $(STAMP)
 	$(PY) benchmarks/bench_large.py $(BENCH_LARGE_ARGS)
 
 # The paper's world against the physical one (issue 29): overbooked link-intervals with the
-# reverse traffic counted, and BACE-Pipe's rank among the paper's five (about 5 minutes).
+# reverse traffic counted, and BACE-Pipe's rank among the paper's five (under a minute).
 physical: $(STAMP)
 	$(PY) benchmarks/physical.py run
 

@@ -1,7 +1,7 @@
 """The paper's world against the physical one: link overbooking with the backward pass's
 reverse traffic counted, and BACE-Pipe's rank among the paper's five policies.
 
-    python benchmarks/physical.py run     # every world x model (~5 min, 2 cores)
+    python benchmarks/physical.py run     # every world x model (under a minute)
     python benchmarks/physical.py table   # physical.json -> docs/model.md
     make physical                          # both
 

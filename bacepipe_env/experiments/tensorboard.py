@@ -20,7 +20,7 @@ import re
 import socket
 import struct
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -221,6 +221,27 @@ HPARAMS_COLUMNS = "hparams-columns.json"
 _DECLARATION = ".hparams-table"  # the suffix of the declaring event file, at the same place
 
 
+def _union(
+    tables: Iterable[tuple[Mapping[str, Sequence[HValue | None]], Sequence[str]]],
+) -> tuple[dict[str, list[HValue]], list[str]]:
+    """Every hyperparameter's distinct values and every metric tag, in first-seen order, over
+    ``tables`` of (values by name, tags); None and NaN values are left out, as the HParams
+    plugin cannot show them."""
+    values: dict[str, list[HValue]] = {}
+    tags: list[str] = []
+    for hparams, metrics in tables:
+        for name, vals in hparams.items():
+            column = values.setdefault(name, [])
+            for v in vals:
+                if v is None or (isinstance(v, float) and math.isnan(v)) or v in column:
+                    continue
+                column.append(v)
+        for tag in metrics:
+            if tag not in tags:
+                tags.append(tag)
+    return values, tags
+
+
 def declare_hparams_table(
     tb_dir: Path,
     part: Path,
@@ -246,15 +267,7 @@ def declare_hparams_table(
             parts = {}
     except (OSError, ValueError):
         parts = {}
-    values: dict[str, list[HValue]] = {}
-    tags: list[str] = []
-    for hparams, metrics in sessions:
-        for name, value in hparams.items():
-            if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                values.setdefault(name, [])
-                if value not in values[name]:
-                    values[name].append(value)
-        tags.extend(t for t in metrics if t not in tags)
+    values, tags = _union(({k: [v] for k, v in h.items()}, m) for h, m in sessions)
     parts[part.relative_to(tb_dir).as_posix()] = {"hparams": values, "metrics": tags}
     parts = {
         key: entry
@@ -266,13 +279,7 @@ def declare_hparams_table(
     }
     outputs.write_text(manifest_path, json.dumps(parts, indent=1, sort_keys=True) + "\n")
 
-    every: dict[str, list[HValue]] = {}
-    every_tag: list[str] = []
-    for entry in parts.values():
-        for name, vals in entry["hparams"].items():
-            every.setdefault(name, [])
-            every[name].extend(v for v in vals if v not in every[name])
-        every_tag.extend(t for t in entry["metrics"] if t not in every_tag)
+    every, every_tag = _union((entry["hparams"], entry["metrics"]) for entry in parts.values())
     every_tag.sort(key=metric_order or (lambda tag: (0, tag)))
     for old in tb_dir.rglob(f"events.out.tfevents.*{_DECLARATION}"):
         remove(old)

@@ -180,6 +180,8 @@ class Scenario:
             )
             if not usable:
                 reason = f"not one of its {n_layers} layers fits in a {max(memory) / 1e9:g} GB GPU"
+                if self.world.reserve_bytes > 0:  # the GPU's memory less the runtime reserve
+                    reason += f" (after a {self.world.reserve_bytes / 1e9:g} GB runtime reserve)"
             else:  # the region set that comes closest: the most GPUs it could have, vs its floor
                 total, closest = 0, (0, 0, 0)
                 for f, r in usable:

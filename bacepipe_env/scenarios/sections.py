@@ -388,6 +388,10 @@ def _model(f: str, row: Mapping[str, Any]) -> tuple[ModelSpec, int]:
     active = row.get("active_params")  # a mixture of experts: the parameters a token uses
     if active is not None:
         active = check_limit("models.params", active, field=f"{f}.active_params")
+        if active > v["params"]:  # named by the file's field, as every other check here
+            raise ScenarioError(
+                f"{f}.active_params", active, f"must be at most params ({v['params']:g})"
+            )
     model = ModelSpec(row["name"], v["params"], v["layers"], v["hidden"], active)
     return model, v["batch"]
 

@@ -264,3 +264,17 @@ def test_a_job_the_blind_policy_can_never_place_in_the_world_is_named() -> None:
         "paper-aws", seed=5, model="physical", gpu_scale=0.5, scheduler_model="world"
     )
     assert len(make_policy("cr-lcf", seed=0).simulate(told).records) == len(told.jobs)
+
+
+def test_bad_physical_inputs_are_one_line_naming_the_field() -> None:
+    import pytest
+
+    from bacepipe_env.scenarios.loader import load_scenario_spec
+
+    spec = load_scenario_spec("paper")
+    spec["models"][1]["active_params"] = 2e11  # Solar-Open-100B has 1e11 in all
+    with pytest.raises(ScenarioError, match=r"^models\[1\]\.active_params: must be at most"):
+        load_scenario(spec, seed=0)
+    # a reserve that leaves a 48 GB GPU 0.01 GB: the message says where the memory went
+    with pytest.raises(ScenarioError, match=r"after a 47\.99 GB runtime reserve"):
+        load_scenario("paper", seed=0, gpu_reserve_gb=47.99)

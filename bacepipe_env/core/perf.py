@@ -333,15 +333,34 @@ def placement_comm_times(
     (reservations are admission control, constraint 6, not rate limits), or its capacity now
     when ``bandwidth_rows`` gives it (a degraded link, semantics §11).
     """
+    times, latency = _boundaries(profile, cluster, path, gpus, bandwidth_rows)
+    return [t + d for t, d in zip(times, latency)]
+
+
+def _boundaries(
+    profile: JobProfile,
+    cluster: Cluster,
+    path: Sequence[int],
+    gpus: Sequence[int],
+    bandwidth_rows: Sequence[Sequence[float]] | None,
+    reverse: bool = False,
+) -> tuple[list[float], list[float]]:
+    """A placement's L - 1 boundaries in pipeline order: each transfer time of ``A`` bytes
+    (on the reverse links, ``B[v, u]``, with ``reverse``) and each latency (0 inside a
+    region)."""
     a = profile.activation_bytes
+    rows = cluster.bandwidth_rows if bandwidth_rows is None else bandwidth_rows
     times: list[float] = []
+    latency: list[float] = []
     for i, (r, n) in enumerate(zip(path, gpus)):
         if i:
-            u = path[i - 1]
-            bw = float(cluster.bandwidth[u, r]) if bandwidth_rows is None else bandwidth_rows[u][r]
-            times.append(a / bw + float(cluster.latency[u, r]))
-        times.extend([a / cluster.regions[r].intra_bandwidth] * (n - 1))
-    return times
+            u, v = (r, path[i - 1]) if reverse else (path[i - 1], r)
+            times.append(a / rows[u][v])
+            latency.append(float(cluster.latency[u, v]))
+        hop = a / cluster.regions[r].intra_bandwidth
+        times.extend([hop] * (n - 1))
+        latency.extend([0.0] * (n - 1))
+    return times, latency
 
 
 def placement_iteration_time(
@@ -360,22 +379,8 @@ def placement_iteration_time(
         comm = placement_comm_times(profile, cluster, path, gpus, bandwidth_rows)
         n = sum(gpus)
         return iteration_time(profile.t_comp(n), comm, n, profile.n_micro)
-    a = profile.activation_bytes
-    rows = cluster.bandwidth_rows if bandwidth_rows is None else bandwidth_rows
-    fwd: list[float] = []
-    bwd: list[float] = []
-    lat_f = lat_b = 0.0
-    for i, (r, g) in enumerate(zip(path, gpus)):
-        if i:
-            u = path[i - 1]
-            fwd.append(a / rows[u][r])
-            bwd.append(a / rows[r][u])
-            lat_f += float(cluster.latency[u, r])
-            lat_b += float(cluster.latency[r, u])
-        if g > 1:
-            hop = a / cluster.regions[r].intra_bandwidth
-            fwd.extend([hop] * (g - 1))
-            bwd.extend([hop] * (g - 1))
+    fwd, lat_f = _boundaries(profile, cluster, path, gpus, bandwidth_rows)
+    bwd, lat_b = _boundaries(profile, cluster, path, gpus, bandwidth_rows, reverse=True)
     n = sum(gpus)
     return physical_pipeline_iteration_time(
         profile.t_comp(n),
@@ -384,7 +389,7 @@ def placement_iteration_time(
         profile.n_micro,
         (math.fsum(fwd), max(fwd, default=0.0)),
         (math.fsum(bwd), max(bwd, default=0.0)),
-        (lat_f, lat_b),
+        (math.fsum(lat_f), math.fsum(lat_b)),
     )
 
 

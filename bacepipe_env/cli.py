@@ -557,8 +557,9 @@ def _stop_stdout() -> None:
 _STOPPED = {
     signal.SIGINT: "bacepipe: interrupted",
     signal.SIGTERM: "bacepipe: terminated (SIGTERM)",
-    signal.SIGHUP: "bacepipe: hung up (SIGHUP)",
 }
+if hasattr(signal, "SIGHUP"):  # not on Windows
+    _STOPPED[signal.SIGHUP] = "bacepipe: hung up (SIGHUP)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

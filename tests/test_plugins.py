@@ -222,3 +222,169 @@ def test_an_installed_plugin_package_in_a_fresh_venv(
     # the checkout's own interpreter has no such package: the policy is unknown there
     argv = ["simulate", "--scenario", "paper", "--policy", "ljf"]
     assert _run(sys.executable, *argv).returncode == 2
+
+
+# ----------------------------------------------------------- what a plugin may not register
+
+#: Plugins that replace a built-in name, one of each kind of table a plugin can add to, by
+#: module name: (the plugin's code, the name the error must give).
+SHADOWING = {
+    "shadow_policy": (
+        'register_policy(PolicyInfo("sjf", "mine", "fcfs", "pathfinder"))',
+        "policy: names a built-in policy; a plugin cannot replace it (got 'sjf')",
+    ),
+    "shadow_rollout": (
+        'register_policy(PolicyInfo("rollout:sjf", "mine", "fcfs", "pathfinder"))',
+        "policy: names a built-in rollout planner; a plugin cannot replace it (got 'rollout:sjf')",
+    ),
+    "shadow_ordering": (
+        'ORDERINGS["sjf"] = ORDERINGS["fcfs"]',
+        "ordering: names a built-in ordering; a plugin cannot replace it (got 'sjf')",
+    ),
+    "shadow_placement": (
+        'PLACEMENTS["pathfinder"] = PLACEMENTS["lcf"]',
+        "placement: names a built-in placement; a plugin cannot replace it (got 'pathfinder')",
+    ),
+    "shadow_admission": (
+        'ADMISSION_RULES["full"] = ADMISSION_RULES["greedy"]',
+        "admission rule: names a built-in admission rule; a plugin cannot replace it (got 'full')",
+    ),
+    "shadow_preemption": (
+        'preemption._RULES["srtf"] = preemption._RULES["las"]',
+        "preemption rule: names a built-in preemption rule; a plugin cannot replace it "
+        "(got 'srtf')",
+    ),
+    "shadow_env": (
+        'register(id="bacepipe_env/GeoPipe-v2", entry_point="bacepipe_env.envs.geopipe:GeoPipeEnv",'
+        ' kwargs={"scenario": "paper"})',
+        "environment id: names a built-in environment; a plugin cannot replace it "
+        "(got 'bacepipe_env/GeoPipe-v2')",
+    ),
+}
+
+#: Plugins that register a name the command line could never select.
+UNSELECTABLE = {
+    "comma_policy": (
+        'register_policy(PolicyInfo("ljf,big", "mine", "fcfs", "pathfinder"))',
+        "policy: a name cannot hold ',': it separates the names of a list (--policies a,b) "
+        "(got 'ljf,big')",
+    ),
+    "colon_policy": (
+        'register_policy(PolicyInfo("mine:ljf", "mine", "fcfs", "pathfinder"))',
+        "policy: a name cannot hold ':'",
+    ),
+    "setting_policy": (
+        'register_policy(PolicyInfo("k=4", "mine", "fcfs", "pathfinder"))',
+        "policy: a name cannot hold '='",
+    ),
+    "space_policy": (
+        'register_policy(PolicyInfo("my ljf", "mine", "fcfs", "pathfinder"))',
+        "policy: a name cannot hold whitespace",
+    ),
+    "all_policy": (
+        'register_policy(PolicyInfo("all", "mine", "fcfs", "pathfinder"))',
+        "policy: a reserved word: --policies all means every policy (got 'all')",
+    ),
+    "comma_placement": (
+        'PLACEMENTS["lcf,x"] = PLACEMENTS["lcf"]',
+        "placement: a name cannot hold ','",
+    ),
+}
+
+#: Plugins that end the process, or pretend to be interrupted, while they load.
+STOPPING = {
+    "exit_plugin": ("sys.exit(3)", "cannot import it: it called sys.exit(3)"),
+    "interrupt_plugin": (
+        "raise KeyboardInterrupt",
+        "cannot import it: it raised KeyboardInterrupt",
+    ),
+    "base_plugin": (
+        'raise BaseException("boom")',
+        "cannot import it: it raised BaseException: boom",
+    ),
+}
+
+HEADER = textwrap.dedent(
+    """
+    import sys
+
+    from gymnasium.envs.registration import register
+
+    from bacepipe_env.core import preemption
+    from bacepipe_env.core.admission import ADMISSION_RULES
+    from bacepipe_env.policies.registry import ORDERINGS, PLACEMENTS, PolicyInfo, register_policy
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def bad_plugins(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("bad_plugins")
+    for name, (code, _) in {**SHADOWING, **UNSELECTABLE, **STOPPING}.items():
+        (folder / f"{name}.py").write_text(HEADER + code + "\n")
+    # the same entry registered twice, as a module imported under two names would
+    (folder / "twice_plugin.py").write_text(
+        HEADER
+        + 'entry = PolicyInfo("ljf-twice", "mine", "fcfs", "pathfinder")\n'
+        + "register_policy(entry)\nregister_policy(entry)\n"
+    )
+    return folder
+
+
+def _error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The one `bacepipe: error:` line of a run refused with status 2."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    line = proc.stderr.rstrip("\n")
+    assert line.startswith("bacepipe: error: ") and len(line) < 200, line
+    return line
+
+
+@pytest.mark.parametrize("plugin", [*SHADOWING, *UNSELECTABLE])
+def test_a_plugin_cannot_shadow_a_built_in_nor_register_an_unselectable_name(
+    bad_plugins: Path, plugin: str
+) -> None:
+    proc = _run(sys.executable, "--plugin", plugin, "policies", PYTHONPATH=str(bad_plugins))
+    line = _error_line(proc)
+    _, expected = {**SHADOWING, **UNSELECTABLE}[plugin]
+    assert line.startswith(f"bacepipe: error: plugin {plugin}: {expected}"), line
+    assert not proc.stdout  # refused before the command ran
+
+
+@pytest.mark.parametrize("plugin", list(STOPPING))
+def test_a_named_plugin_that_exits_on_import_is_one_line(bad_plugins: Path, plugin: str) -> None:
+    """sys.exit(3) in a plugin used to end the command with status 3 and no word; a
+    KeyboardInterrupt it raised itself, with `bacepipe: interrupted`."""
+    proc = _run(sys.executable, "--plugin", plugin, "policies", PYTHONPATH=str(bad_plugins))
+    line = _error_line(proc)
+    assert line == f"bacepipe: error: plugin {plugin}: {STOPPING[plugin][1]}", line
+
+
+def test_registering_the_same_entry_twice_is_harmless(bad_plugins: Path) -> None:
+    proc = _run(sys.executable, "--plugin", "twice_plugin", "policies", PYTHONPATH=str(bad_plugins))
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    assert [line.split()[0] for line in proc.stdout.splitlines()].count("ljf-twice") == 1
+
+
+def test_installed_plugins_that_shadow_or_exit_are_skipped_with_a_warning(
+    bad_plugins: Path, tmp_path: Path
+) -> None:
+    """Installed plugins (entry points of a distribution on the path, no --plugin) keep their
+    rule: one warning line each and the command goes on, with the built-ins put back."""
+    dist = tmp_path / "bacepipe_bad-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: bacepipe-bad\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[bacepipe_env.plugins]\nbye = exit_plugin\nsteal = shadow_placement\n"
+    )
+    path = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(bad_plugins)])}
+    argv = ["simulate", "--scenario", "paper", "--policy", "bace-pipe"]
+    proc = _run(sys.executable, *argv, **path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "bacepipe: warning: plugin bye (exit_plugin) skipped: it called sys.exit(3)",
+        "bacepipe: warning: plugin steal (shadow_placement) skipped: placement: names a "
+        "built-in placement; a plugin cannot replace it (got 'pathfinder')",
+    ]
+    # BACE-Pipe ran on its own placement, not the plugin's LCF
+    assert proc.stdout == _run(sys.executable, *argv).stdout

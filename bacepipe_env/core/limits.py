@@ -48,13 +48,20 @@ Either way the count matters too: ``n_jobs`` arrivals at ``rate`` per hour span 
 ``(n_jobs - 1) / rate`` hours, so a rate or load inside its range is still refused, by name,
 when its arrivals would pass the horizon
 (:func:`~bacepipe_env.scenarios.arrivals.check_arrival_span`).
+
+Where the memory check reads the machine (:func:`available_memory`): ``/proc/meminfo`` and
+``/proc/self/status`` on Linux; ``os.sysconf``'s free pages, or on macOS (which counts none)
+its physical memory; the address-space limit (``ulimit -v``) through the Unix-only
+``resource`` module, where the kernel enforces it (not macOS). Each source that is missing is
+skipped, so the module imports and runs anywhere; where none is left (Windows) the memory
+check is off.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import resource
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -90,6 +97,10 @@ HORIZON_H = 1_000_000.0
 HORIZON_S = HORIZON_H * 3600.0
 #: The most jobs one scenario, and so one simulation, holds (``LIMITS["workload.n_jobs"]``).
 MAX_JOBS = 10_000_000
+
+#: Where Linux shows the kernel's memory figures; macOS and Windows have no such folder, and a
+#: test points this at a missing one.
+_PROC = "/proc"
 
 
 @dataclass(frozen=True)
@@ -272,7 +283,7 @@ def memory_estimate(n_jobs: int, n_regions: int) -> int:
 def _meminfo_available() -> int | None:
     """``MemAvailable`` of ``/proc/meminfo`` in bytes, or None where there is none."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as f:
+        with open(f"{_PROC}/meminfo", encoding="ascii") as f:
             for line in f:
                 if line.startswith("MemAvailable:"):
                     return int(line.split()[1]) * 1024  # the kernel writes kB (KiB)
@@ -282,17 +293,29 @@ def _meminfo_available() -> int | None:
 
 
 def _sysconf_available() -> int | None:
-    """Free physical memory from ``os.sysconf`` (pages times the page size), or None."""
-    try:
-        pages, size = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, ValueError, OSError):
-        return None
-    return pages * size if pages > 0 and size > 0 else None
+    """Free physical memory from ``os.sysconf`` (free pages times the page size); where the
+    system counts no free pages (macOS), all its physical pages, a ceiling that still refuses
+    what no amount of freeing could hold; None without ``os.sysconf`` (Windows)."""
+    for pages_name in ("SC_AVPHYS_PAGES", "SC_PHYS_PAGES"):
+        try:
+            pages, size = os.sysconf(pages_name), os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            continue
+        return pages * size if pages > 0 and size > 0 else None
+    return None
 
 
 def _address_space_left() -> int | None:
     """Bytes the process may still map under its address-space limit (``ulimit -v``, where a
-    large allocation fails with MemoryError), or None when it has no limit."""
+    large allocation fails with MemoryError), or None when it has no limit, the system has no
+    ``resource`` module (Windows) or does not enforce the limit (macOS). Without
+    ``/proc/self/status`` what is mapped already is not subtracted."""
+    if sys.platform == "darwin":  # RLIMIT_AS is accepted there but never enforced
+        return None
+    try:
+        import resource  # Unix only
+    except ImportError:
+        return None
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_AS)
     except (AttributeError, ValueError, OSError):
@@ -301,7 +324,7 @@ def _address_space_left() -> int | None:
         return None
     mapped = 0
     try:
-        with open("/proc/self/status", encoding="ascii") as f:
+        with open(f"{_PROC}/self/status", encoding="ascii") as f:
             for line in f:
                 if line.startswith("VmSize:"):
                     mapped = int(line.split()[1]) * 1024
@@ -313,9 +336,9 @@ def _address_space_left() -> int | None:
 
 def available_memory() -> int | None:
     """Bytes of memory the process can still use: ``MemAvailable`` from ``/proc/meminfo``
-    (falling back to ``os.sysconf``'s free pages), capped by what an address-space limit
-    (``ulimit -v``) leaves; None when neither source exists (the memory check is then
-    skipped)."""
+    (falling back to ``os.sysconf``'s free pages, or physical memory on macOS), capped by what
+    an address-space limit (``ulimit -v``) leaves; None when no source exists (Windows: the
+    memory check is then skipped)."""
     found = [_meminfo_available(), _address_space_left()]
     if found[0] is None:
         found[0] = _sysconf_available()

@@ -160,6 +160,12 @@ class PreemptionView:
         """The running jobs whose preemption lets some pending job start, in start order."""
         return tuple(r.job_id for r in self.running if self.beneficiaries(r.job_id))
 
+    @property
+    def materialized(self) -> bool:
+        """Whether the view is plain data (:meth:`materialize`): it no longer computes through
+        its simulator, so it may be copied and pickled."""
+        return self._compute is None and not callable(self._minima)
+
     def materialize(self) -> PreemptionView:
         """Compute every job's beneficiaries now and let go of the simulator: the view is then
         plain data, safe to copy, pickle and read after the simulator has moved on."""
@@ -172,12 +178,12 @@ class PreemptionView:
     def __deepcopy__(self, memo: dict[int, object]) -> PreemptionView:
         """Itself once materialised (nothing in it changes); SB3's DummyVecEnv deep-copies
         every ``info``."""
-        if self._compute is None and not callable(self._minima):
+        if self.materialized:
             return self
         raise TypeError("materialize() a PreemptionView before copying it")
 
     def __getstate__(self) -> dict[str, Any]:
-        if self._compute is not None or callable(self._minima):
+        if not self.materialized:
             raise TypeError("materialize() a PreemptionView before pickling it")
         return self.__dict__.copy()
 

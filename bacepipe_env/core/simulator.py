@@ -176,6 +176,19 @@ class Simulator(SimulationState):
                 new._unknown = self._unknown | late
         return new
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What ``pickle`` and ``copy.deepcopy`` take: every field, but a preemption view
+        :meth:`preemption_view` cached that still computes through this simulator (its
+        closures would answer for the original, and refuse to be copied) is left out, as
+        :meth:`clone` leaves it. The copy makes its own when first asked: a view is a function
+        of the state at its version, so its answers are the same. A materialised view, plain
+        data (the environment's at a decision to preempt), travels as it is."""
+        state = self.__dict__.copy()
+        cached = self._caches.view
+        if cached is not None and not cached[1].materialized:
+            state["_caches"] = self._caches.fork()  # the same caches, without the view
+        return state
+
     def _redraw_failures(self, seed: int) -> None:
         """A new failure stream from ``seed``: every running attempt's next failure drawn again
         from now (exponential, memoryless), the old draws dropped."""

@@ -10,7 +10,11 @@ episode needs about one step per job plus one per wait.
 from __future__ import annotations
 
 import re
+import sys
 from typing import TYPE_CHECKING, Any
+
+from ..errors import ValidationError
+from ..plugins import after_each_plugin, load_plugins
 
 if TYPE_CHECKING:
     from .geopipe import GeoPipeEnv
@@ -20,6 +24,7 @@ __all__ = [
     "ENV_IDS",
     "MAX_EPISODE_STEPS",
     "check_env_id",
+    "check_env_ids",
     "env_slug",
     "geopipe_kwargs",
     "geopipe_spec",
@@ -122,11 +127,8 @@ def geopipe_spec(env_id: str) -> tuple[type[GeoPipeEnv], dict[str, Any]] | None:
 
     registry = gym_registration.registry
     spec = registry.get(env_id)
-    if spec is None:
-        from ..plugins import load_plugins
-
-        if load_plugins():  # an installed or named plugin may register it
-            return geopipe_spec(env_id)
+    if spec is None and load_plugins():  # an installed or named plugin may register it
+        return geopipe_spec(env_id)
     if spec is None or spec.entry_point is None:
         return None
     creator: Any
@@ -190,3 +192,31 @@ def register_envs() -> None:
                 kwargs=dict(kwargs),
                 max_episode_steps=MAX_EPISODE_STEPS[env_id],
             )
+
+
+def check_env_ids() -> None:
+    """After a plugin ran: every id of :data:`ENV_IDS` is still this package's (when Gymnasium
+    is loaded at all). One that was registered again is put back, and is one ValidationError
+    line (:func:`~bacepipe_env.plugins.after_each_plugin`)."""
+    gym_registration = sys.modules.get("gymnasium.envs.registration")
+    if gym_registration is None:
+        return
+    registry = gym_registration.registry
+    replaced = [
+        env_id
+        for env_id, kwargs in ENV_IDS.items()
+        if env_id in registry
+        and (registry[env_id].entry_point != ENTRY_POINT or registry[env_id].kwargs != kwargs)
+    ]
+    for env_id in replaced:
+        del registry[env_id]
+    if replaced:
+        register_envs()
+        raise ValidationError(
+            "environment id",
+            replaced[0],
+            "names a built-in environment; a plugin cannot replace it",
+        )
+
+
+after_each_plugin(check_env_ids)

@@ -16,11 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
+from ..core import preemption as _preemption
 from ..core.admission import ADMISSION_RULES, make_admission
 from ..core.preemption import PREEMPTION_RULES, check_preemption, make_preemption
 from ..core.simulator import OrderingPolicy, PlacementPolicy
 from ..errors import ValidationError, choices
+from ..plugins import after_each_plugin, load_plugins
 from .bace_pipe import PathfinderPlacement, PriorityOrdering
 from .base import FCFSOrdering, Policy
 from .baselines import PLACEMENT_RULES, RandomOrdering, RulePlacement, SJFOrdering
@@ -43,6 +46,8 @@ __all__ = [
     "PolicyInfo",
     "ablation_names",
     "baseline_names",
+    "check_name",
+    "check_plugin_names",
     "make_admission",
     "make_ordering",
     "make_placement",
@@ -243,12 +248,53 @@ _ROLLOUTS: dict[str, PolicyInfo] = {}
 _SETTING = re.compile(r"[a-z_]+=")  # a setting of the name before it, in a list of names
 
 
+#: What a name may not hold: the policy-string grammar reads each as something else, so a name
+#: holding one could never be selected (``split_policies``, ``parse_rollout``, ``is_learned``,
+#: ``make_preemption``). ``+`` is no such character: it is part of names (``sjf+full``).
+_GRAMMAR = (
+    (",", "it separates the names of a list (--policies a,b)"),
+    (":", "it starts settings or a model path (srtf:factor=3, ppo:PATH)"),
+    ("=", "it writes a setting (k=4)"),
+)
+#: Policy names a list of policies reads as something else.
+_RESERVED = {
+    "all": "--policies all means every policy",
+    "pretrained": "it names the agent shipped for the env",
+}
+
+
+def check_name(kind: str, name: object) -> str:
+    """``name`` if a ``kind`` (``policy``, ``placement``, ...) may be registered under it: a
+    non-empty string the command line can select, that is no built-in's (the names the package
+    ships, rollout planners included); a one-line ValidationError naming ``kind`` otherwise."""
+    if not isinstance(name, str) or not name:
+        raise ValidationError(kind, name, "a name must be a non-empty string")
+    builtin = name in _BUILTIN.get(kind, {})
+    if builtin or (kind == "policy" and is_rollout(name)):
+        what = kind if builtin else "rollout planner"
+        raise ValidationError(kind, name, f"names a built-in {what}; a plugin cannot replace it")
+    if any(c.isspace() for c in name):
+        raise ValidationError(kind, name, "a name cannot hold whitespace: lists are cut at it")
+    for char, why in _GRAMMAR:
+        if char in name:
+            raise ValidationError(kind, name, f"a name cannot hold {char!r}: {why}")
+    if kind == "policy" and name in _RESERVED:
+        raise ValidationError(kind, name, f"a reserved word: {_RESERVED[name]}")
+    return name
+
+
 def register_policy(info: PolicyInfo) -> None:
     """Add a policy from outside the package (e.g. your own baseline), after the built-ins:
-    every command, experiment and agent then finds it by name. Names must be new."""
+    every command, experiment and agent then finds it by name. The name must be new and one
+    the command line can select (:func:`check_name`: no built-in's, no ``,``, ``:``, ``=`` or
+    whitespace); registering the same entry again (an equal PolicyInfo, e.g. from a module
+    imported twice) changes nothing, another entry under a taken name is refused."""
     if not isinstance(info, PolicyInfo):
         raise ValidationError("policy", info, "must be a PolicyInfo")
+    check_name("policy", info.name)
     if info.name in _BY_NAME:
+        if _BY_NAME[info.name] == info:
+            return
         raise ValidationError("policy", info.name, "is already registered")
     for kind, part, table in (
         ("ordering", info.ordering, ORDERINGS),
@@ -263,6 +309,47 @@ def register_policy(info: PolicyInfo) -> None:
         check_preemption(info.preemption)
     _POLICIES.append(info)
     _BY_NAME[info.name] = info
+
+
+def _tables() -> dict[str, dict[str, Any]]:
+    """Every table of names a plugin can add to, by kind: the policies (through
+    :func:`register_policy`), and the orderings, placements, admission and preemption rules
+    (by adding an entry to the table)."""
+    return {
+        "policy": _BY_NAME,
+        "ordering": ORDERINGS,
+        "placement": PLACEMENTS,
+        "admission rule": ADMISSION_RULES,
+        "preemption rule": _preemption._RULES,
+    }
+
+
+def check_plugin_names() -> None:
+    """After a plugin ran: every built-in entry of every table is still the package's own, and
+    every name added can be selected (:func:`check_name`). What breaks the rule is undone (the
+    built-in put back, the name removed) and the first problem raised as one ValidationError
+    line; :func:`~bacepipe_env.plugins.load_plugins` names the plugin in front of it."""
+    problems: list[ValidationError] = []
+    for kind, table in _tables().items():
+        builtin = _BUILTIN[kind]
+        for name, entry in builtin.items():
+            if table.get(name) is not entry:
+                table[name] = entry
+                problems.append(
+                    ValidationError(
+                        kind, name, f"names a built-in {kind}; a plugin cannot replace it"
+                    )
+                )
+        for name in [n for n in table if n not in builtin]:
+            try:
+                check_name(kind, name)
+            except ValidationError as err:
+                problems.append(err)
+                removed = table.pop(name)
+                if kind == "policy":
+                    _POLICIES[:] = [e for e in _POLICIES if e is not removed]
+    if problems:
+        raise problems[0]
 
 
 def policy_names(include_oracles: bool = False) -> list[str]:
@@ -303,8 +390,6 @@ def policy_info(name: str) -> PolicyInfo:
     except KeyError:
         if is_rollout(name):
             return _rollout_info(name)
-        from ..plugins import load_plugins
-
         if load_plugins():  # an installed or named plugin may register it
             return policy_info(name)
         raise ValidationError(
@@ -402,3 +487,9 @@ def make_placement(placement: str | PlacementPolicy) -> PlacementPolicy:
         raise ValidationError(
             "placement", placement, f"unknown placement; choose from: {', '.join(PLACEMENTS)}"
         ) from None
+
+
+#: The package's own entries of every table (:func:`_tables`), as shipped: a plugin adds names,
+#: it never replaces these (:func:`check_name`, :func:`check_plugin_names`).
+_BUILTIN: dict[str, dict[str, Any]] = {kind: dict(table) for kind, table in _tables().items()}
+after_each_plugin(check_plugin_names)

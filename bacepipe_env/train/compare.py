@@ -47,6 +47,7 @@ from ..experiments.summary import write_csv
 from ..experiments.tensorboard import Category, Chart, ScalarWriter, run_component
 from ..policies.registry import split_policies
 from .config import env_slug
+from .learn import check_geopipe_id
 from .sb3 import load_agent
 
 __all__ = [
@@ -353,6 +354,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m train.compare") -
     try:
         for p in policies or []:
             make_agent(p)
+        if args.env_id is not None:
+            check_geopipe_id(args.env_id)
     except BacepipeError as err:
         parser.exit(2, f"{parser.prog}: error: {err}\n")
     if not learned_runs(logdir) and args.env_id is None:

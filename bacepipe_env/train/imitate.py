@@ -53,7 +53,7 @@ from ..envs.agents import evaluate, make_agent
 from ..errors import BacepipeError, OneLineParser, ValidationError
 from ..learned import LAYOUT_KEYS
 from .config import TrainConfig, env_slug
-from .learn import _build_model
+from .learn import _build_model, check_geopipe_id, error_line
 from .sb3 import SB3Agent
 
 __all__ = ["Dataset", "ImitateConfig", "agreement", "collect", "fit", "imitate", "main"]
@@ -242,10 +242,13 @@ def imitate(cfg: ImitateConfig, say: Any = print) -> tuple[Path, list[dict[str, 
     # preemption rules are not the env's; a planner tries the wait action instead
     layout = {k: v for k, v in teacher.env_kwargs.items() if k in LAYOUT_KEYS}
     env_kwargs = {**layout, **cfg.env_kwargs, "observation": "dict"}
+    check_geopipe_id(cfg.env_id)  # CartPole-v1: one line, not a TypeError about placement
     try:
         env = gym.make(cfg.env_id, **env_kwargs)
     except gym.error.Error as err:
         raise BacepipeError(f"env_id: {err}") from None
+    except (BacepipeError, TypeError, ValueError) as err:
+        raise BacepipeError(f"env_kwargs: {err}") from None
     name = cfg.run_name or f"{env_slug(cfg.env_id)}__imitate__{cfg.seed}"
     run_dir = Path(cfg.logdir) / name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -386,7 +389,7 @@ def main(argv: list[str] | None = None, prog: str = "bacepipe train imitate") ->
         )
         run_dir, rows = imitate(cfg)
     except BacepipeError as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
+        print(error_line(prog, err), file=sys.stderr)
         return 2
     print(f"run: {run_dir}")
     print(f"model: {run_dir / 'model.zip'} (play it as maskable_ppo:{run_dir / 'model.zip'})")

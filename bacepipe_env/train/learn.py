@@ -48,7 +48,19 @@ from .config import TrainConfig, parse_config
 from .sb3 import ALGOS, SB3Agent, algo_class
 from .tricks import Curriculum, RelativeReward, RepeatArrivals
 
-__all__ = ["HeldOutEval", "eval_seeds", "main", "make_env", "make_eval_env", "train"]
+__all__ = [
+    "HeldOutEval",
+    "check_geopipe_id",
+    "error_line",
+    "eval_seeds",
+    "main",
+    "make_env",
+    "make_eval_env",
+    "train",
+]
+
+#: A command's error line stays under this many characters, whatever the error holds.
+MAX_ERROR_LINE = 199
 
 
 def eval_seeds(cfg: TrainConfig) -> list[int]:
@@ -57,9 +69,32 @@ def eval_seeds(cfg: TrainConfig) -> list[int]:
     return list(range(cfg.eval_seed, cfg.eval_seed + cfg.n_eval))
 
 
+def error_line(prog: str, err: BaseException) -> str:
+    """``err`` as the command's one error line, ``PROG: error: ...``, cut to
+    :data:`MAX_ERROR_LINE` characters whatever it holds."""
+    head = f"{prog}: error: "
+    text = " ".join(str(err).split("\n"))
+    return head + shorten(text, max(40, MAX_ERROR_LINE - len(head)))
+
+
+def check_geopipe_id(env_id: str) -> None:
+    """One BacepipeError line when ``env_id`` is registered with Gymnasium but is no
+    GeoPipeEnv's (``CartPole-v1``): its env takes none of GeoPipe's settings (``placement``,
+    ``observation``) and has no simulator for a teacher or planner to play. An id nobody
+    registered is left to ``gym.make``'s own error."""
+    from ..envs.registration import geopipe_spec
+
+    if geopipe_spec(env_id) is None and env_id in gym.registry:
+        raise BacepipeError(
+            f"env_id: {shorten(env_id, 50)} is not a GeoPipe environment (no GeoPipeEnv entry "
+            "point); give a bacepipe_env/GeoPipe-* id or one registered with GeoPipeEnv"
+        )
+
+
 def check_env_settings(cfg: TrainConfig) -> None:
     """Build and reset the run's environment once; a mistake in ``env_id`` or ``env_kwargs``
     becomes a one-line BacepipeError naming the setting."""
+    check_geopipe_id(cfg.env_id)
     try:
         env = make_env(cfg.env_id, **cfg.resolved_env_kwargs())
     except BacepipeError as err:
@@ -246,19 +281,56 @@ def _build_model(cfg: TrainConfig, venv: Any) -> Any:
     )
 
 
+def _tail(path: str, limit: int = 60) -> str:
+    """``path`` if it has at most ``limit`` characters, else ``...`` and its end (the file's
+    name is what tells two paths apart)."""
+    return path if len(path) <= limit else "..." + path[-(limit - 3) :]
+
+
+def _check_model_zip(path: str) -> None:
+    """One BacepipeError line, naming ``init_from`` and the file, unless ``path`` is an SB3
+    model file: a zip with the ``data`` (JSON) and ``policy.pth`` entries SB3 saves."""
+    shown = _tail(path)
+    try:
+        if not Path(path).is_file():
+            raise BacepipeError(f"init_from: no model file at {shown}")
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            missing = [n for n in ("data", "policy.pth") if n not in names]
+            problem = f"no {' or '.join(missing)} in the zip" if missing else ""
+            if not problem:
+                try:
+                    json.loads(zf.read("data"))
+                except ValueError:
+                    problem = "its data entry is not JSON"
+    except zipfile.BadZipFile:
+        problem = "not a zip file"
+    except OSError as err:  # a path too long for the OS, a file it may not read, ...
+        raise BacepipeError(f"init_from: {shown}: cannot read: {err.strerror or err}") from None
+    if problem:
+        raise BacepipeError(f"init_from: {shown} is not an SB3 model zip ({problem})")
+
+
 def _start_from(model: Any, path: str) -> None:
     """Load the weights of the saved model at ``path`` into ``model`` (the same network:
-    the imitation run's student, for PPO to go on from); one line when they do not fit."""
-    if not Path(path).is_file():
-        raise BacepipeError(f"init_from: no model file at {path}")
+    the imitation run's student, for PPO to go on from); one line, under 200 characters with
+    the command's name, naming the file when it is missing, not an SB3 model zip, or a model
+    of another network."""
+    _check_model_zip(path)
     try:
         model.set_parameters(path, exact_match=True, device="cpu")
-    except (RuntimeError, ValueError, KeyError, zipfile.BadZipFile) as err:
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise BacepipeError(
-            f"init_from: {path} is not a model of this network ({shorten(reason, 120)}); "
-            "give the same --policy, --net-arch or --slot-hidden and env settings"
-        ) from None
+    except (RuntimeError, ValueError, KeyError, OSError, zipfile.BadZipFile) as err:
+        # torch's first line only says "Error(s) in loading state_dict for <policy>:"; the
+        # next says what: "size mismatch for mlp_extractor.policy_net.0.weight: ...shapes"
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        if len(lines) > 1 and lines[0].startswith("Error(s) in loading state_dict"):
+            lines = lines[1:]
+        reason = lines[0].partition(":")[0].strip() if lines else type(err).__name__
+        head = f"init_from: {_tail(path)} is not a model of this network"
+        hint = "; give its --policy, --net-arch, --slot-hidden and env settings"
+        room = 165 - len(head) - len(hint) - len(" ()")
+        detail = f" ({shorten(reason, room)})" if room >= 30 else ""
+        raise BacepipeError(head + detail + hint) from None
 
 
 def _saved_steps(path: Path) -> int:
@@ -447,7 +519,7 @@ def main(
     try:
         run_dir, history = train(cfg, resume)
     except BacepipeError as err:  # one line, like a settings error
-        print(f"{prog}: error: {err}", file=sys.stderr)
+        print(error_line(prog, err), file=sys.stderr)
         return 2
     last = history[-1] if history else {}
     print(f"run: {run_dir}")

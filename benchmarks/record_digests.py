@@ -111,7 +111,9 @@ def _exact(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_exact(v) for v in value]
     if isinstance(value, dict):
-        return {k: _exact(v) for k, v in sorted(value.items())}
+        # a placement's data-parallel copies (semantics §3e), a field the reference predates:
+        # a job of one pipeline has none, and its digest is the reference's
+        return {k: _exact(v) for k, v in sorted(value.items()) if not (k == "replicas" and not v)}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _exact(dataclasses.asdict(value))
     return repr(value)

@@ -16,7 +16,7 @@ from .attempts import AttemptBook, Running
 from .cluster import Cluster
 from .faults import Attempt, FaultModel
 from .job import Job
-from .perf import JobProfile, electricity_cost
+from .perf import JobProfile, allreduce_link_bytes, electricity_cost, replica_micro_batches
 from .placement import Placement
 from .records import JobRecord
 from .tariff import Tariff
@@ -84,15 +84,14 @@ class Accounts:
     ) -> Running:
         """A running attempt on ``p`` from ``start`` for ``execution`` seconds, with the rates
         its cost and emissions accrue at and its egress over the whole execution."""
-        price_sum = math.fsum(g * self.prices[r] for r, g in zip(p.path, p.gpus))
+        price_sum = math.fsum(g * self.prices[r] for r, g in p.cells)
         power = self.power
         rate = electricity_cost(1.0, price_sum, power)
-        carbon_sum = math.fsum(g * self.carbon[r] for r, g in zip(p.path, p.gpus))
+        carbon_sum = math.fsum(g * self.carbon[r] for r, g in p.cells)
         carbon_rate = carbon_sum * power / SECONDS_PER_HOUR / 1000.0
         egress = 0.0
-        if self.egress:  # M * A bytes each way per iteration on every cross-region hop
-            each_way = prof.iterations * prof.n_micro * prof.activation_bytes
-            egress = self.tariff.egress_cost(p.path, each_way)
+        if self.egress:
+            egress = self.egress_of(p, prof, prof.iterations)
         return Running(
             p,
             start,
@@ -105,6 +104,22 @@ class Accounts:
             price_sum,
             carbon_sum,
         )
+
+    def egress_of(self, p: Placement, prof: JobProfile, iterations: float) -> float:
+        """Egress ($) of ``iterations`` iterations on ``p``: ``M * A`` bytes each way per
+        iteration on every cross-region hop of the path; with data-parallel copies
+        (semantics §3e), each copy's ``ceil(M / d)`` micro-batches on its own path, and the
+        all-reduce's bytes on each link its ring edges cross."""
+        tariff = self.tariff
+        if not p.replicas:
+            return tariff.egress_cost(p.path, iterations * prof.n_micro * prof.activation_bytes)
+        each_way = iterations * replica_micro_batches(prof.n_micro, p.n_replicas)
+        each_way *= prof.activation_bytes
+        pipelines = math.fsum(tariff.egress_cost(q.path, each_way) for q in p.pipelines)
+        ring = tariff.egress_links_cost(
+            (link, iterations * n_bytes) for link, n_bytes in allreduce_link_bytes(prof, p)
+        )
+        return pipelines + ring
 
     def accrue(
         self, t0: float, t1: float, free: Sequence[int], down: Sequence[bool] | None
@@ -144,8 +159,8 @@ class Accounts:
                 hours(t1 - t0) * run.carbon_sum * power / 1000.0,
             )
         tariff = self.tariff
-        cost = power * math.fsum(g * tariff.price_hours(r, t0, t1) for r, g in zip(p.path, p.gpus))
-        carbon = math.fsum(g * tariff.carbon_hours(r, t0, t1) for r, g in zip(p.path, p.gpus))
+        cost = power * math.fsum(g * tariff.price_hours(r, t0, t1) for r, g in p.cells)
+        carbon = math.fsum(g * tariff.carbon_hours(r, t0, t1) for r, g in p.cells)
         return cost, power * carbon / 1000.0
 
     def completed(self, run: Running) -> tuple[float, float, float, float, float]:
@@ -158,13 +173,9 @@ class Accounts:
             carbon = hours(run.execution) * run.carbon_sum * power / 1000.0
         else:  # the integrals of semantics §10 over [start, finish]
             t0, t1, tariff = run.start, run.finish, self.tariff
-            cost = power * math.fsum(
-                g * tariff.price_hours(r, t0, t1) for r, g in zip(p.path, p.gpus)
-            )
+            cost = power * math.fsum(g * tariff.price_hours(r, t0, t1) for r, g in p.cells)
             carbon = (
-                power
-                * math.fsum(g * tariff.carbon_hours(r, t0, t1) for r, g in zip(p.path, p.gpus))
-                / 1000.0
+                power * math.fsum(g * tariff.carbon_hours(r, t0, t1) for r, g in p.cells) / 1000.0
             )
         if self.flat:
             self.carbon_accrued += run.carbon_rate * run.execution
@@ -195,7 +206,9 @@ class Accounts:
             iters_left[job_id] = 0.0
         elif stop <= cs:  # interrupted while restoring its checkpoint: nothing done
             done, wasted = 0.0, [(start, end)]
-        elif outcome == "preempted" and recovery.preempt_checkpoint_s is not None:
+        elif outcome == "resized" or (
+            outcome == "preempted" and recovery.preempt_checkpoint_s is not None
+        ):  # a checkpoint written at the stop keeps all the work (a resize writes one too)
             done = run.iters - run.iters_left(stop)
             iters_left[job_id] = run.iters_left(stop)
             wasted = [(start, cs), (stop, end)]
@@ -210,9 +223,7 @@ class Accounts:
         wasted_s = math.fsum(max(0.0, b - a) for a, b in wasted)
         egress = 0.0
         if self.egress:
-            egress = self.tariff.egress_cost(
-                run.placement.path, done * prof.n_micro * prof.activation_bytes
-            )
+            egress = self.egress_of(run.placement, prof, done)
         n = run.placement.n_gpus
         acc = book.totals.setdefault(job_id, [0.0] * 5)
         acc[0] += cost

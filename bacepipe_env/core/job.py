@@ -89,7 +89,11 @@ class TrainingConstants:
 @dataclass(frozen=True)
 class Job:
     """One LLM training job: a model trained with global batch ``batch`` (samples) for
-    ``epochs`` passes over a dataset of ``samples`` samples, submitted at ``submit_time`` s."""
+    ``epochs`` passes over a dataset of ``samples`` samples, submitted at ``submit_time`` s.
+
+    ``min_replicas`` and ``max_replicas`` bound the data-parallel copies of its pipeline it may
+    run (semantics §3e); ``max_replicas`` None takes the world's (``max_replicas``, 1 unless
+    set: one pipeline, the paper's jobs)."""
 
     job_id: int
     model: ModelSpec
@@ -100,6 +104,8 @@ class Job:
     epochs: int = 1
     constants: TrainingConstants = field(default_factory=TrainingConstants)
     name: str = ""
+    min_replicas: int = 1
+    max_replicas: int | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -127,6 +133,15 @@ class Job:
             )
         if not self.name:
             set_(self, "name", f"J{self.job_id}")
+        low = check_limit("jobs.replicas", self.min_replicas, field=f"{where}.min_replicas")
+        set_(self, "min_replicas", low)
+        if self.max_replicas is not None:
+            high = check_limit("jobs.replicas", self.max_replicas, field=f"{where}.max_replicas")
+            if high < low:
+                raise ScenarioError(
+                    f"{where}.max_replicas", high, f"must be at least min_replicas ({low})"
+                )
+            set_(self, "max_replicas", high)
 
     @classmethod
     def trusted(
@@ -141,6 +156,8 @@ class Job:
         epochs: int,
         constants: TrainingConstants,
         name: str = "",
+        min_replicas: int = 1,
+        max_replicas: int | None = None,
     ) -> Job:
         """Build a job from values already validated (by a compiled scenario template),
         skipping the checks of ``__post_init__`` (what makes resets cheap)."""
@@ -155,4 +172,6 @@ class Job:
         set_(job, "epochs", epochs)
         set_(job, "constants", constants)
         set_(job, "name", name or f"J{job_id}")
+        set_(job, "min_replicas", min_replicas)
+        set_(job, "max_replicas", max_replicas)
         return job

@@ -44,6 +44,7 @@ class Ledger:
         "free_array_of",
         "free_total",
         "free_view",
+        "job_links",
         "link_jobs",
         "link_total",
         "nominal",
@@ -96,6 +97,8 @@ class Ledger:
         self.alpha: float | None = 0.0
         # link -> {job id: its reservation on the link}
         self.link_jobs: dict[tuple[int, int], dict[int, float]] = {}
+        # job id -> the links it booked, as its booking named them
+        self.job_links: dict[int, tuple[tuple[int, int], ...]] = {}
         # the links' capacity now, each direction its own: the cluster's rows, or a copy that
         # link changes rewrite
         self.capacity_now: Any = [list(row) for row in rows] if faults else rows
@@ -111,6 +114,7 @@ class Ledger:
         new.residual = [list(row) for row in self.residual]
         new.row_views = list(self.row_views)
         new.link_jobs = {link: dict(holders) for link, holders in self.link_jobs.items()}
+        new.job_links = dict(self.job_links)
         if self.residual_array is not None:  # updated in place by rebook
             new.residual_array = self.residual_array.copy()
         if isinstance(self.capacity_now, list):  # a link change may rewrite it
@@ -159,27 +163,30 @@ class Ledger:
             self.alpha = booked / total if total > 0.0 else 0.0
         return self.alpha
 
-    def take(self, job_id: int, p: Placement, reserved: float) -> None:
-        """Book ``p``'s GPUs and ``reserved`` bytes/s on each of its links for ``job_id``."""
+    def take(self, job_id: int, p: Placement, bookings: dict[tuple[int, int], float]) -> None:
+        """Book ``p``'s GPUs (every copy's) and ``bookings[u, v]`` bytes/s on each link for
+        ``job_id`` (under ``two_way`` on ``v -> u`` as well): ``b(L)`` on every link of a
+        pipeline's path, and for data-parallel copies what they book together (semantics §3e)."""
         free = self.free
-        for r, g in zip(p.path, p.gpus):
+        for r, g in p.cells:
             free[r] -= g
         self.free_total -= p.n_gpus
         self.free_view = None
-        for u, v in p.links:
-            self.link_jobs.setdefault((u, v), {})[job_id] = reserved
+        self.job_links[job_id] = tuple(bookings)
+        for (u, v), amount in bookings.items():
+            self.link_jobs.setdefault((u, v), {})[job_id] = amount
             if self.two_way:
-                self.link_jobs.setdefault((v, u), {})[job_id] = reserved
+                self.link_jobs.setdefault((v, u), {})[job_id] = amount
             self.rebook(u, v)
 
     def give_back(self, job_id: int, p: Placement) -> None:
         """Return what ``job_id`` holds on ``p``."""
         free = self.free
-        for r, g in zip(p.path, p.gpus):
+        for r, g in p.cells:
             free[r] += g
         self.free_total += p.n_gpus
         self.free_view = None
-        for u, v in p.links:
+        for u, v in self.job_links.pop(job_id):
             del self.link_jobs[(u, v)][job_id]
             if self.two_way:
                 del self.link_jobs[(v, u)][job_id]
@@ -239,12 +246,13 @@ class Ledger:
         given back their GPUs and bandwidth (the others keep theirs)."""
         free = list(self.free)
         touched: set[tuple[int, int]] = set()
-        for p in done.values():
-            for r, g in zip(p.path, p.gpus):
+        for job_id, p in done.items():
+            for r, g in p.cells:
                 free[r] += g
-            touched.update(p.links)
+            links = self.job_links[job_id]
+            touched.update(links)
             if self.two_way:
-                touched.update((v, u) for u, v in p.links)
+                touched.update((v, u) for u, v in links)
         residual: list[Any] = list(self.residual_rows)  # rows as tuples; touched ones as lists
         for u, v in touched:
             if isinstance(residual[u], tuple):

@@ -219,6 +219,7 @@ LIMITS: Mapping[str, Limit] = {
     "jobs.submit_h": _HOURS,
     "jobs.batch": _BATCH,
     "jobs.epochs": _EPOCHS,
+    "jobs.replicas": Limit(1, 1024, "copies", integer=True),
     "workload.n_jobs": Limit(1, MAX_JOBS, "jobs", integer=True),
     "workload.submit_h": _HOURS,
     "workload.arrival_rate_per_h": Limit(1.0 / HORIZON_H, 1e6, "jobs/h"),

@@ -15,6 +15,7 @@ from ..errors import ScenarioError
 from .cluster import Cluster
 from .job import Job
 from .memory import largest_feasible_gpus, memory_floors
+from .placement import Placement
 from .units import SECONDS_PER_HOUR
 
 __all__ = [
@@ -22,14 +23,21 @@ __all__ = [
     "SCHEDULER_MODELS",
     "JobProfile",
     "ProfileCache",
+    "allreduce_link_bytes",
+    "allreduce_time",
     "electricity_cost",
     "iteration_time",
+    "job_iteration_time",
     "physical_pipeline_iteration_time",
     "pipeline_iteration_time",
     "placement_comm_times",
     "placement_iteration_time",
     "preview_iteration_time",
     "profile_job",
+    "replica_micro_batches",
+    "ring_allreduce_bytes",
+    "ring_allreduce_time",
+    "stage_gradient_bytes",
     "staged_iteration_time",
 ]
 
@@ -120,6 +128,28 @@ def staged_iteration_time(
         worst = max([*stage_times, *hop_times])
         total += math.fsum(hop_times) + math.fsum(lat) + math.fsum(stage_times) + m1 * worst
     return total
+
+
+def replica_micro_batches(n_micro: int, replicas: int) -> int:
+    """Micro-batches one of ``replicas`` data-parallel replicas runs per iteration when the
+    global batch's ``n_micro`` are split among them: ``ceil(M / d)``, the slowest replica's
+    share (semantics §3e)."""
+    return -(-n_micro // replicas)
+
+
+def ring_allreduce_bytes(buffer_bytes: float, members: int) -> float:
+    """Bytes every edge of a ring all-reduce of a ``buffer_bytes`` buffer among ``members``
+    copies carries: ``2 (d - 1) / d`` of the buffer (reduce-scatter, then all-gather, each
+    ``d - 1`` steps of one ``1 / d`` chunk); 0 for one member."""
+    return 2.0 * (members - 1) * buffer_bytes / members
+
+
+def ring_allreduce_time(chunk_seconds: float, members: int) -> float:
+    """Seconds of a ring all-reduce among ``members`` copies, given ``chunk_seconds``, the
+    time the ring's slowest edge takes to send one chunk (``1 / d`` of the buffer): the
+    ``2 (d - 1)`` steps run in lockstep, every edge sending one chunk per step, so each step
+    lasts as long as the slowest edge's (semantics §3e; 0 for one member)."""
+    return 2.0 * (members - 1) * chunk_seconds
 
 
 def iteration_time(
@@ -369,16 +399,20 @@ def placement_iteration_time(
     path: Sequence[int],
     gpus: Sequence[int],
     bandwidth_rows: Sequence[Sequence[float]] | None = None,
+    n_micro: int | None = None,
 ) -> float:
     """One iteration of ``profile``'s job on a placement (seconds), by the model the profile
     was made under: Eq. (1) on :func:`placement_comm_times` for ``"paper"``; for
     ``"physical"``, :func:`physical_pipeline_iteration_time` with the forward hops on the
     path's links, the backward hops on their reverse links (``A / B[v, u]``) and each
-    direction's latencies once. ``bandwidth_rows`` as for :func:`placement_comm_times`."""
+    direction's latencies once. ``bandwidth_rows`` as for :func:`placement_comm_times`;
+    ``n_micro`` the micro-batches the pipeline runs (default the job's M; one data-parallel
+    copy's share, :func:`replica_micro_batches`, for :func:`job_iteration_time`)."""
+    m = profile.n_micro if n_micro is None else n_micro
     if profile.model == "paper":
         comm = placement_comm_times(profile, cluster, path, gpus, bandwidth_rows)
         n = sum(gpus)
-        return iteration_time(profile.t_comp(n), comm, n, profile.n_micro)
+        return iteration_time(profile.t_comp(n), comm, n, m)
     fwd, lat_f = _boundaries(profile, cluster, path, gpus, bandwidth_rows)
     bwd, lat_b = _boundaries(profile, cluster, path, gpus, bandwidth_rows, reverse=True)
     n = sum(gpus)
@@ -386,11 +420,83 @@ def placement_iteration_time(
         profile.t_comp(n),
         profile.t_bwd(n),
         n,
-        profile.n_micro,
+        m,
         (math.fsum(fwd), max(fwd, default=0.0)),
         (math.fsum(bwd), max(bwd, default=0.0)),
         (math.fsum(lat_f), math.fsum(lat_b)),
     )
+
+
+def job_iteration_time(
+    profile: JobProfile,
+    cluster: Cluster,
+    placement: Placement,
+    bandwidth_rows: Sequence[Sequence[float]] | None = None,
+) -> float:
+    """One iteration of ``profile``'s job on ``placement`` (seconds), its data-parallel copies
+    included (semantics §3e): :func:`placement_iteration_time` of the one pipeline without
+    replicas (the very same float); with ``d`` copies, the slowest copy's pipeline running
+    ``ceil(M / d)`` micro-batches, then the gradient all-reduce (:func:`allreduce_time`), which
+    does not overlap the compute."""
+    if not placement.replicas:
+        return placement_iteration_time(
+            profile, cluster, placement.path, placement.gpus, bandwidth_rows
+        )
+    m = replica_micro_batches(profile.n_micro, placement.n_replicas)
+    slowest = max(
+        placement_iteration_time(profile, cluster, p.path, p.gpus, bandwidth_rows, m)
+        for p in placement.pipelines
+    )
+    return slowest + allreduce_time(profile, cluster, placement, bandwidth_rows)
+
+
+def stage_gradient_bytes(profile: JobProfile, stages: int) -> float:
+    """One stage's gradients (bytes) with ``stages`` stages: ``bytes_per_value * N / L``, in the
+    activations' precision, the parameters spread evenly over the stages as the memory model
+    spreads them (semantics §3a, §3e)."""
+    job = profile.job
+    return job.constants.bytes_per_value * job.model.params / stages
+
+
+def allreduce_time(
+    profile: JobProfile,
+    cluster: Cluster,
+    placement: Placement,
+    bandwidth_rows: Sequence[Sequence[float]] | None = None,
+) -> float:
+    """The gradient all-reduce of one iteration (seconds; 0 for one copy), semantics §3e: every
+    stage's ring (:attr:`Placement.ring`) moves one chunk of its gradients
+    (:func:`stage_gradient_bytes` / d) along every edge per step, 2 (d - 1) steps
+    (:func:`ring_allreduce_time`). An edge inside a region runs at the region's intra
+    bandwidth on its own GPUs; the edges of all stages that cross one directed link share it,
+    so a step lasts as long as the slowest link's share (its edges' chunks over its capacity,
+    or its capacity now when ``bandwidth_rows`` gives it), plus the largest latency of a
+    crossed link."""
+    d = placement.n_replicas
+    if d == 1:
+        return 0.0
+    cross, intra = placement.ring
+    chunk = stage_gradient_bytes(profile, placement.stages) / d
+    rows = cluster.bandwidth_rows if bandwidth_rows is None else bandwidth_rows
+    step = max((chunk / cluster.regions[r].intra_bandwidth for r in intra), default=0.0)
+    latency = 0.0
+    for (u, v), edges in cross:
+        step = max(step, edges * chunk / rows[u][v])
+        latency = max(latency, float(cluster.latency[u, v]))
+    return ring_allreduce_time(step + latency, d)
+
+
+def allreduce_link_bytes(
+    profile: JobProfile, placement: Placement
+) -> tuple[tuple[tuple[int, int], float], ...]:
+    """Bytes the gradient all-reduce sends over each directed cross-region link per iteration
+    (its ring edges there times :func:`ring_allreduce_bytes` of one stage's gradients): what it
+    books and is billed for (semantics §3e, §10); empty for one copy."""
+    d = placement.n_replicas
+    if d == 1:
+        return ()
+    per_edge = ring_allreduce_bytes(stage_gradient_bytes(profile, placement.stages), d)
+    return tuple((link, edges * per_edge) for link, edges in placement.ring[0])
 
 
 def preview_iteration_time(

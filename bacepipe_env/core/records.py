@@ -67,6 +67,11 @@ class JobRecord:
         return sum(1 for a in self.attempts if a.outcome == "preempted")
 
     @property
+    def resizes(self) -> int:
+        """Attempts that a change of the job's data-parallel copies ended (semantics §3f)."""
+        return sum(1 for a in self.attempts if a.outcome == "resized")
+
+    @property
     def gpu_seconds(self) -> float:
         """GPU-seconds the job held, over all its attempts."""
         if len(self.attempts) <= 1:
@@ -75,11 +80,25 @@ class JobRecord:
 
     @property
     def n_gpus(self) -> int:
-        """L, the GPUs (= pipeline stages) the job ran on."""
+        """The GPUs the job's last attempt ran on: L, its pipeline stages, times its
+        data-parallel copies (semantics §3e)."""
         return self.placement.n_gpus
 
     def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
-        """A JSON-ready dict; ``names`` are the cluster's region names."""
+        """A JSON-ready dict; ``names`` are the cluster's region names. A job that ran
+        data-parallel copies (semantics §3e) also lists each copy's path under ``replicas``
+        and its resizes; ``path`` is its first copy's."""
+        out = self._as_dict(names)
+        if self.placement.replicas:
+            out["replicas"] = [
+                [{"region": names[r], "gpus": n} for r, n in zip(q.path, q.gpus)]
+                for q in self.placement.pipelines
+            ]
+        if self.resizes:
+            out["resizes"] = self.resizes
+        return out
+
+    def _as_dict(self, names: Sequence[str]) -> dict[str, Any]:
         return {
             "job_id": self.job_id,
             "name": self.name,
@@ -153,6 +172,8 @@ class RunResult:
     preemption: str = "none"  # the preemption rule the run used (semantics §3c)
     n_preemptions: int = 0  # attempts a preemption ended
     model: str = "paper"  # the performance model the world ran by (semantics §3d)
+    elasticity: str = "none"  # the elasticity rule the run used (semantics §3f)
+    n_resizes: int = 0  # attempts a change of a job's data-parallel copies ended
 
     @property
     def throughput(self) -> float:
@@ -160,7 +181,15 @@ class RunResult:
         return len(self.records) / hours(self.makespan) if self.makespan > 0 else 0.0
 
     def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
-        """A JSON-ready dict; ``names`` are the cluster's region names."""
+        """A JSON-ready dict; ``names`` are the cluster's region names. An elastic run
+        (semantics §3f) also gives its rule and resizes."""
+        out = self._as_dict(names)
+        if self.elasticity != "none":
+            out["elasticity"] = self.elasticity
+            out["n_resizes"] = self.n_resizes
+        return out
+
+    def _as_dict(self, names: Sequence[str]) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
             "policy": self.policy,

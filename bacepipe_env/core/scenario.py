@@ -69,6 +69,24 @@ class Scenario:
         return self.world.preemption
 
     @property
+    def elasticity(self) -> str:
+        """``world.elasticity``: the elasticity rule's canonical spec (semantics §3f)."""
+        return self.world.elasticity
+
+    @cached_property
+    def replica_ranges(self) -> dict[int, tuple[int, int]]:
+        """Job id -> ``(min, max)`` data-parallel copies it may run (semantics §3e): its own
+        ``min_replicas`` and ``max_replicas``, the world's ``max_replicas`` where it declares
+        none, at most its micro-batches (a copy runs at least one); ``(1, 1)`` for every job
+        of the paper's world."""
+        out = {}
+        for job in self.jobs:
+            high = self.world.max_replicas if job.max_replicas is None else job.max_replicas
+            high = min(high, job.batch // job.constants.micro_batch)
+            out[job.job_id] = (min(job.min_replicas, high), high)
+        return out
+
+    @property
     def announce_h(self) -> float:
         """``world.announce_h``: hours ahead a job is announced (semantics §13)."""
         return self.world.announce_h
@@ -109,8 +127,32 @@ class Scenario:
             raise ScenarioError(
                 "tariff", "price_changes", "must be the fault model's price changes"
             )
+        if self.world.model == "paper":
+            self._check_one_pipeline()
         if not self.ignore_memory:
             self._check_memory()
+
+    def _check_one_pipeline(self) -> None:
+        """The paper's model has no data-parallel replicas: every job runs one pipeline."""
+        if self.world.max_replicas > 1:
+            raise ScenarioError(
+                "max_replicas",
+                self.world.max_replicas,
+                "the paper's model has no data-parallel replicas; use model physical",
+            )
+        for job in self.jobs:
+            if job.min_replicas > 1 or (job.max_replicas or 1) > 1:
+                raise ScenarioError(
+                    f"job {job.job_id}.max_replicas",
+                    max(job.min_replicas, job.max_replicas or 1),
+                    "the paper's model has no data-parallel replicas; use model physical",
+                )
+        if self.world.elasticity != "none":
+            raise ScenarioError(
+                "elasticity",
+                self.world.elasticity,
+                "the paper's model has no data-parallel replicas to resize; use model physical",
+            )
 
     @cached_property
     def _shapes(self) -> ProfileCache:

@@ -34,11 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import PlacementError, SimulationError, ValidationError, choices
+from ..errors import SimulationError, ValidationError, choices
 from .attempts import MAX_ATTEMPTS, Running
+from .constraints import check_placement
 from .faults import Attempt, FaultState
 from .limits import HORIZON_H, HORIZON_S
-from .perf import JobProfile, placement_iteration_time
+from .perf import JobProfile, job_iteration_time
 from .placement import Placement
 from .preemption import PreemptionRule, make_preemption
 from .records import JobRecord, RunResult, check_finite, percentile
@@ -157,6 +158,7 @@ class Simulator(SimulationState):
         new._queue = self._queue.copy()
         new._running = {j: run.copy() for j, run in self._running.items()}
         new._accounts = self._accounts.copy()
+        new._replicas = self._replicas.copy()
         new._heap = list(self._heap)
         if rule is not None:
             new.preemption = rule
@@ -239,6 +241,14 @@ class Simulator(SimulationState):
                     if victim is not None:
                         self.preempt(victim)
                         continue
+            replicas = self._replicas
+            if replicas.on and not replicas.asked:
+                replicas.asked = True  # once per pass end (a resize asks again)
+                if self._running:
+                    resize = self.elasticity.choose(self.elastic_view())
+                    if resize is not None:
+                        self.resize(*resize)
+                        continue
             if not self._heap:
                 if queue.pending:
                     what = "that fits in GPU memory " if self._memory else ""
@@ -261,8 +271,11 @@ class Simulator(SimulationState):
             return False
         return not self.world_links_fit(job_id, p, self.residual_rows)
 
-    def place(self, job_id: int, placement: Placement | None = None) -> Placement | None:
-        """Start ``job_id`` now on the placement :meth:`offer` gives it.
+    def place(
+        self, job_id: int, placement: Placement | None = None, replicas: int | None = None
+    ) -> Placement | None:
+        """Start ``job_id`` now on the placement :meth:`offer` gives it (with ``replicas``
+        data-parallel copies of its pipeline, default its ``min_replicas``, semantics §3e).
 
         Returns the placement, or ``None`` if there is none: the policy found nothing, it does
         not fit in GPU memory, or the admission rule declined it. The job then stays pending
@@ -281,7 +294,7 @@ class Simulator(SimulationState):
         self._accounts.n_decisions += 1
         given = placement is not None
         if placement is None:
-            placement = self.offer(job_id)
+            placement = self.offer(job_id, replicas)
         if placement is None or not placement.path:
             queue.tried.add(job_id)
             return None
@@ -427,6 +440,8 @@ class Simulator(SimulationState):
             wasted_cost=math.fsum(r.wasted_cost for r in recs),
             gpu_hours=hours(busy),
             model=self.scenario.world.model,
+            elasticity=self.elasticity.name,
+            n_resizes=sum(r.resizes for r in recs),
         )
         check_finite(out)
         return out
@@ -460,61 +475,42 @@ class Simulator(SimulationState):
             elif kind == _FAULT:
                 self._version += 1
                 what.apply(_FaultEffects(self))
-            elif kind == _WAKE:
-                pass  # a running attempt may now be preempted: a decision point
+            elif kind == _WAKE:  # an attempt may now be preempted or resized: a decision point
+                self._wake_again(what)
             else:
                 queue.arrive(what)
             changed = True
         if changed:  # an instant where only stale events fell is no decision point
             queue.tried.clear()
             self._preempt_asked = False
+            self._replicas.asked = False
             if queue.held:  # jobs whose preemption ended at this instant sit this pass out
                 queue.tried.update(queue.held)
                 queue.held.clear()
 
     def _check(self, job_id: int, p: Placement) -> None:
-        name = self.placement_policy.name
-        k = self._cluster.n_regions
-        prof = self._profiles[job_id]
-        free, residual = self._ledger.free, self._ledger.residual
-        if len(p.path) != len(p.gpus) or len(set(p.path)) != len(p.path):
-            raise PlacementError(f"{name}: path {p.path} with GPUs {p.gpus} is malformed")
-        for r, n in zip(p.path, p.gpus):
-            if not 0 <= r < k:
-                raise PlacementError(f"{name}: region {r} does not exist (K = {k})")
-            if n < 1 or n > free[r]:
-                raise PlacementError(
-                    f"{name}: job {job_id} asks {n} GPUs in region {r}, {free[r]} free "
-                    f"(constraint 5)"
-                )
-        if p.n_gpus > prof.k_star:
-            raise PlacementError(
-                f"{name}: job {job_id} gets {p.n_gpus} GPUs, more than K* = {prof.k_star}"
-            )
-        if not self.fits(job_id, p):
-            floors = [self._floors[job_id][r] for r in p.path]
-            raise PlacementError(
-                f"{name}: job {job_id} gets {p.n_gpus} GPUs, below its memory floor "
-                f"{max(floors)} on path {p.path} (semantics §3a)"
-            )
-        need = prof.min_bandwidth(p.n_gpus)
-        for u, v in p.links:
-            if need > residual[u][v] * (1.0 + BANDWIDTH_RTOL):
-                raise PlacementError(
-                    f"{name}: job {job_id} needs {need:.6g} B/s on link {u}->{v}, "
-                    f"{residual[u][v]:.6g} B/s left (constraint 6)"
-                )
+        check_placement(self, job_id, p)
 
-    def _start(self, job_id: int, p: Placement) -> None:
+    def _start(
+        self, job_id: int, p: Placement, restart: float | None = None, queued: bool = True
+    ) -> None:
+        """Start an attempt of ``job_id`` on ``p`` now: from the pending queue (``queued``),
+        or, for a resize, straight from its previous attempt, after ``restart`` seconds of
+        checkpoint-restart (default: the world's restart if it has run before)."""
         self._version += 1
         prof = self._world_profiles[job_id]  # the world runs by its own model
         execution = self.world_execution_time(job_id, p)  # Eq. (2)
-        reserved = prof.min_bandwidth(p.n_gpus) if len(p.path) > 1 else 0.0  # b(L_j)
-        self._ledger.take(job_id, p, reserved)
-        self._queue.start(job_id)
+        if p.replicas:
+            reserved = prof.min_bandwidth(p.stages) if p.links else 0.0
+            self._ledger.take(job_id, p, self.bookings(job_id, p))
+        else:
+            reserved = prof.min_bandwidth(p.n_gpus) if len(p.path) > 1 else 0.0  # b(L_j)
+            self._ledger.take(job_id, p, dict.fromkeys(p.links, reserved))
+        if queued:
+            self._queue.start(job_id)
         run = self._accounts.new_attempt(p, prof, self._time, execution, reserved)
         if self._book is not None:
-            self._begin_attempt(job_id, run, prof)
+            self._begin_attempt(job_id, run, prof, restart)
         if run.finish > HORIZON_S:  # one comparison per start: the clock stays in range
             self._past_horizon(job_id, run)
         run.token = self._seq
@@ -592,13 +588,16 @@ class Simulator(SimulationState):
         for event in state.due(t):
             event.apply(_FaultEffects(self))
 
-    def _begin_attempt(self, job_id: int, run: Running, prof: JobProfile) -> None:
+    def _begin_attempt(
+        self, job_id: int, run: Running, prof: JobProfile, restart: float | None = None
+    ) -> None:
         """An attempt resumes from the job's last checkpoint, after a restart if it is not the
-        first; its GPUs may fail at the scenario's rate."""
+        first (``restart`` seconds, if given); its GPUs may fail at the scenario's rate."""
         book, faults = self._book, self.faults
         assert book is not None
         iters = book.iters_left[job_id]
-        restart = self._recovery.restart_s if book.has_run(job_id) else 0.0
+        if restart is None:
+            restart = self._recovery.restart_s if book.has_run(job_id) else 0.0
         t_iter = run.execution / prof.iterations  # seconds per iteration on this placement now
         compute = run.execution if iters == prof.iterations else iters * t_iter
         run.restart, run.iters = restart, iters
@@ -611,6 +610,17 @@ class Simulator(SimulationState):
             self._push(run.start + self._wake_s, _WAKE, job_id)
         if faults is not None and faults.gpu_failure_rate > 0:
             self._draw_failure(job_id, run, run.start, faults.gpu_failure_rate)
+
+    def _wake_again(self, job_id: int) -> None:
+        """Queue the attempt's next wake-up, when the preemption and elasticity rules wait
+        different times (semantics §3c, §3f)."""
+        run = self._running[job_id]
+        for wake in self._replicas.later_wakes:
+            t = run.start + wake
+            if self._time < t < run.finish:
+                run.wake = self._seq
+                self._push(t, _WAKE, job_id)
+                return
 
     def _draw_failure(self, job_id: int, run: Running, now: float, rate: float) -> None:
         """Queue the attempt's next GPU failure (:meth:`FaultState.draw_failure`)."""
@@ -639,9 +649,8 @@ class Simulator(SimulationState):
         """Eq. (1) again on the links' capacity now, for the rest of the attempt's work."""
         assert run.segments is not None
         prof = self._world_profiles[job_id]
-        p = run.placement
         rows = self._ledger.capacity_now
-        t_iter = placement_iteration_time(prof, self._cluster, p.path, p.gpus, rows)
+        t_iter = job_iteration_time(prof, self._cluster, run.placement, rows)
         now = self._time
         if now <= run.compute_start:  # still restarting: the whole computation is ahead
             start = run.compute_start
@@ -712,7 +721,7 @@ class _FaultEffects:
 
     def jobs_on(self, region: int) -> list[int]:
         """The running attempts with a GPU in ``region``, in start order."""
-        return [j for j, run in self._sim._running.items() if region in run.placement.path]
+        return [j for j, run in self._sim._running.items() if region in run.placement.regions]
 
     def attempt_live(self, job_id: int, attempt_id: int) -> bool:
         """Whether attempt ``attempt_id`` of ``job_id`` is still running."""
@@ -736,7 +745,7 @@ class _FaultEffects:
         sim = self._sim
         sim._ledger.set_link_capacity(src, dst, capacity)
         for job_id, run in list(sim._running.items()):
-            if (src, dst) in run.placement.links and run.preempted_at is None:
+            if (src, dst) in run.placement.booked_links and run.preempted_at is None:
                 sim._new_speed(job_id, run)
 
 

@@ -26,13 +26,15 @@ from .admission import AdmissionRule, make_admission
 from .attempts import AttemptBook, Running
 from .caches import MEMO_SIZE, Caches
 from .cluster import Cluster
+from .elasticity import ElasticityRule, make_elasticity
 from .faults import FaultModel, FaultState
 from .ledger import Ledger
 from .limits import HORIZON_H, HORIZON_S
-from .perf import JobProfile, placement_iteration_time
+from .perf import JobProfile, job_iteration_time, replica_micro_batches
 from .placement import Placement
 from .preemption import Beneficiary, PreemptionRule, PreemptionView, RunningJob, make_preemption
 from .queue import PendingQueue
+from .replicas import ReplicaReads, ReplicaState
 from .scenario import Scenario
 from .tariff import Tariff
 from .units import SECONDS_PER_HOUR, hours_text
@@ -51,7 +53,7 @@ _MISSING = object()
 BANDWIDTH_RTOL = 1e-9
 
 
-class SimulationState:
+class SimulationState(ReplicaReads):
     """One scenario's simulation at one instant under one placement policy, and its reads.
 
     Built from the scenario (its jobs, profiles, memory floors, tariff and fault model) and the
@@ -70,6 +72,7 @@ class SimulationState:
         preemption: str | PreemptionRule | None = None,
         preemption_decisions: bool = False,
         preemption_wake_s: float = 3600.0,
+        elasticity: str | ElasticityRule | None = None,
     ) -> None:
         self.scenario = scenario
         self.placement_policy = placement
@@ -88,6 +91,16 @@ class SimulationState:
             )
         self._agent_preempts = preemption_decisions
         self._preempts = preemption_decisions or self.preemption.name != "none"
+        self.elasticity: ElasticityRule = make_elasticity(
+            scenario.elasticity if elasticity is None else elasticity
+        )
+        self._replicas = ReplicaState(self.elasticity, scenario.replica_ranges)
+        if self._replicas.on and scenario.world.model == "paper":
+            raise ValidationError(
+                "elasticity",
+                self.elasticity.name,
+                "the paper's model has no data-parallel replicas to resize; use model physical",
+            )
         # each attempt becomes a decision point once it has run this long (0: never)
         wake = (
             preemption_wake_s
@@ -96,7 +109,10 @@ class SimulationState:
         )
         if not isinstance(wake, (int, float)) or not 0.0 <= wake < math.inf:
             raise ValidationError("preemption_wake_s", wake, "must be seconds >= 0")
-        self._wake_s = float(wake)
+        # an elastic rule's hysteresis ends in a decision point too (semantics §3f)
+        wakes = sorted({float(wake), self._replicas.min_run_s} - {0.0})
+        self._wake_s = wakes[0] if wakes else 0.0
+        self._replicas.later_wakes = tuple(wakes[1:])
         self.validate = validate
         self._cluster = cluster = scenario.cluster
         self._profiles = scenario.profiles  # the schedulers' estimates
@@ -150,9 +166,10 @@ class SimulationState:
         # attempts are tracked when one can end early or change speed
         self._book = (
             AttemptBook(self._profiles, self._jobs)
-            if self.faults is not None or self._preempts
+            if self.faults is not None or self._preempts or self._replicas.on
             else None
         )
+        self._replicas.reset()
         if self._fault_state is not None:
             self._fault_state.reset()
 
@@ -304,6 +321,9 @@ class SimulationState:
         if not self._memory:
             return True
         floors = self._floors[job_id]
+        if placement.replicas:  # every copy holds L stages (semantics §3e)
+            n = placement.stages
+            return all(n >= floors[r] for r in placement.regions)
         n = placement.n_gpus
         return all(n >= floors[r] for r in placement.path)
 
@@ -324,7 +344,7 @@ class SimulationState:
                 return got
         prof = self._profiles[job_id]
         rows = None if self.faults is None else self._ledger.capacity_now
-        t = placement_iteration_time(prof, self._cluster, placement.path, placement.gpus, rows)
+        t = job_iteration_time(prof, self._cluster, placement, rows)
         if memo is not None:
             memo[(job_id, placement)] = t
             if len(memo) > MEMO_SIZE:
@@ -339,7 +359,7 @@ class SimulationState:
         if prof is self._profiles[job_id]:
             return self.execution_time(job_id, placement)
         rows = None if self.faults is None else self._ledger.capacity_now
-        t = placement_iteration_time(prof, self._cluster, placement.path, placement.gpus, rows)
+        t = job_iteration_time(prof, self._cluster, placement, rows)
         return prof.iterations * t
 
     def world_links_fit(
@@ -349,6 +369,11 @@ class SimulationState:
         model, ``b(L)`` by the world's profile, on ``residual`` (which under the physical
         model is already what both directions can carry). Always true when the schedulers
         estimate with the world's model: the placement policy checked that very need."""
+        if placement.replicas:  # the copies' bookings together, which no policy checked
+            return all(
+                amount <= residual[u][v] * (1.0 + BANDWIDTH_RTOL)
+                for (u, v), amount in self.bookings(job_id, placement).items()
+            )
         prof = self._world_profiles[job_id]
         if prof is self._profiles[job_id] or len(placement.path) < 2:
             return True
@@ -448,11 +473,20 @@ class SimulationState:
         """Whether the admission rule starts ``job_id`` now on ``placement`` (which fits)."""
         return self._greedy or self.admission.admit(self, job_id, placement)
 
-    def offer(self, job_id: int) -> Placement | None:
+    def offer(self, job_id: int, replicas: int | None = None) -> Placement | None:
         """The placement ``job_id`` would start on now: the placement policy's answer if it
-        fits in memory and the admission rule takes it, else ``None``. Changes nothing."""
+        fits in memory and the admission rule takes it, else ``None``. Changes nothing.
+        ``replicas`` data-parallel copies of its pipeline (semantics §3e; default: the job's
+        ``min_replicas``, what every elasticity rule starts it with)."""
         p = self._placed(job_id, self.free_gpus, self.residual_rows)
-        return p if p is not None and self.admits(job_id, p) else None
+        if p is None:
+            return None
+        d = self.replica_range(job_id)[0] if replicas is None else replicas
+        if d > 1:
+            p = self.replicate(job_id, p, d)
+            if p is None:
+                return None
+        return p if self.admits(job_id, p) else None
 
     @property
     def job_seconds(self) -> float:
@@ -628,7 +662,8 @@ class SimulationState:
         book = self._book
         assert book is not None
         p = self._profiles[job_id]
-        m1, k = p.n_micro - 1, p.k_star
+        high = self.replica_range(job_id)[1]  # its most copies, each with ceil(M / d)
+        m1, k = replica_micro_batches(p.n_micro, high) - 1, p.k_star
         forward = p.compute_coeff + p.stage_overhead + m1 * p.t_comp(k)
         back = p.compute_coeff if p.backward_coeff is None else p.backward_coeff
         floor = forward + (back + p.stage_overhead + m1 * p.t_bwd(k))

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -334,6 +334,14 @@ class Tariff:
         e = self.egress
         per_gb = math.fsum(e[u][v] + e[v][u] for u, v in itertools.pairwise(path))
         return per_gb * bytes_each_way / 1e9
+
+    def egress_links_cost(self, link_bytes: Iterable[tuple[tuple[int, int], float]]) -> float:
+        """Egress charge ($) for the bytes sent one way over each directed link ``(u, v)``; 0
+        without egress."""
+        if self.egress is None:
+            return 0.0
+        e = self.egress
+        return math.fsum(e[u][v] * n_bytes / 1e9 for (u, v), n_bytes in link_bytes)
 
     def describe(self) -> dict[str, object]:
         """A JSON-ready summary: the model, the start hour, the zones and the egress setting."""

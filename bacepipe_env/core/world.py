@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import ScenarioError, ValidationError, choices
 from .admission import ADMISSION_RULES
+from .elasticity import ELASTICITY_RULES, check_elasticity
 from .faults import (
     DEFAULT_CHECKPOINT_INTERVAL_S,
     DEFAULT_MAX_PREEMPTIONS,
@@ -43,6 +44,7 @@ from .world_flags import (
     Outage,
     choice_flag,
     each,
+    elasticity_flag,
     flag_number,
     number_flag,
     number_text,
@@ -137,6 +139,13 @@ def _egress(value: Any, field: str) -> Any:
 def _preemption(value: Any, field: str) -> str:
     try:
         return check_preemption(value, field=field)
+    except ValidationError as err:
+        raise ScenarioError(field, value, err.reason) from None
+
+
+def _elasticity(value: Any, field: str) -> str:
+    try:
+        return check_elasticity(value, field=field)
     except ValidationError as err:
         raise ScenarioError(field, value, err.reason) from None
 
@@ -489,6 +498,34 @@ KNOBS: Mapping[str, Knob] = {
             metavar="N",
         ),
         Knob(
+            "max_replicas",
+            "int",
+            *_limit("jobs.replicas"),
+            key="max_replicas",
+            flag="--max-replicas",
+            help="the most data-parallel copies of its pipeline a job may run, for the jobs "
+            "that declare none (at most its micro-batches; 1: one pipeline, the paper's "
+            "jobs; above 1 needs model physical; semantics §3e)",
+            default=1,
+            check=lambda value, field: int(check_limit("jobs.replicas", value, field=field)),
+            parse=number_flag("jobs.replicas"),
+            metavar="N",
+        ),
+        Knob(
+            "elasticity",
+            "str",
+            ", ".join(ELASTICITY_RULES) + ", with settings",
+            "",
+            key="elasticity",
+            flag="--elasticity",
+            help="how many copies a job starts with and when a running job's copies change "
+            "(greedy:min_gain=0.1,min_run_h=1); a policy's own rule wins (semantics §3f)",
+            default="none",
+            check=_elasticity,
+            parse=elasticity_flag,
+            metavar="RULE",
+        ),
+        Knob(
             "announce_h",
             "float",
             f"[0, {MAX_ANNOUNCE_H:,.0f}]",
@@ -620,6 +657,8 @@ class World:
     preemption: str = "none"
     preempt_checkpoint_s: float | str = DEFAULT_PREEMPT_CHECKPOINT_S
     max_preemptions: int = DEFAULT_MAX_PREEMPTIONS
+    max_replicas: int = 1
+    elasticity: str = "none"
     announce_h: float = 0.0
     pue: float = 1.0
     model: str = "paper"

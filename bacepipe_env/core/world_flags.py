@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ValidationError
+from .elasticity import check_elasticity
 from .faults import LOSE_SINCE_CHECKPOINT
 from .limits import LIMITS, Limit, check_limit
 from .preemption import check_preemption
@@ -18,6 +19,7 @@ __all__ = [
     "Outage",
     "choice_flag",
     "each",
+    "elasticity_flag",
     "flag_number",
     "number_flag",
     "number_text",
@@ -91,6 +93,14 @@ def preemption_flag(flag: str, text: Any) -> str:
     """``--preemption``: a rule with its settings, in canonical form."""
     try:
         return check_preemption(text, field=flag)
+    except ValidationError as err:
+        raise ValidationError(flag, text, err.reason) from None
+
+
+def elasticity_flag(flag: str, text: Any) -> str:
+    """``--elasticity``: a rule with its settings, in canonical form."""
+    try:
+        return check_elasticity(text, field=flag)
     except ValidationError as err:
         raise ValidationError(flag, text, err.reason) from None
 

@@ -10,8 +10,10 @@ the model cannot represent it, at two levels (docs/validation.md):
   peak FLOP rate times the model FLOP utilisation (MFU), as the simulator itself does.
 
 Both under ``model="paper"`` (Eq. 1, backward a mirror of forward) and ``model="physical"``
-(its docstring in ``core/perf.py``). The data never leaves the package: it is read with
-``importlib.resources``.
+(its docstring in ``core/perf.py``). A data-parallel run (dp > 1) is predicted under the
+physical model only: its slowest replica's pipeline plus the gradient all-reduce
+(:mod:`.validation_dp`); Eq. (1) has no replicas. The data never leaves the package: it is
+read with ``importlib.resources``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,8 @@ import io
 import json
 import math
 import re
-import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,12 +32,29 @@ from typing import Any
 from .. import outputs
 from ..core.job import TrainingConstants
 from ..core.perf import MODELS, staged_iteration_time
+from .validation_dp import (
+    RUN_KINDS,
+    Replicas,
+    Summary,
+    allreduce_seconds,
+    blocking_sends,
+    dp_table,
+    kind,
+    misses_table,
+    parse_replicas,
+    sensitivity_tables,
+    single_type_replicas,
+    summary_of,
+    targets_text,
+)
 
 __all__ = [
     "BYTES_PER_FLOAT",
     "DATA_FILES",
     "LEVELS",
+    "PAPER_NO_DP",
     "PEAKS",
+    "RUN_KINDS",
     "GpuPeak",
     "LayerProfile",
     "Prediction",
@@ -65,8 +83,9 @@ DATA_FILES = (
 )
 _DATA = "data/sailor"
 
-#: Bytes per activation value at a stage boundary. Sailor's OPT-350 run script
-#: (``run_opt.slurm``) passes neither ``--fp16`` nor ``--bf16``: the runs train in fp32.
+#: Bytes per activation value at a stage boundary and per gradient value in the all-reduce.
+#: Sailor's OPT-350 run script (``run_opt.slurm``) passes neither ``--fp16`` nor ``--bf16``:
+#: the runs train in fp32.
 BYTES_PER_FLOAT = 4
 
 #: The levels of prediction: measured per-layer times, then FLOPs at the 16-bit tensor peaks
@@ -153,9 +172,15 @@ class Run:
     n_micro: int  # M, micro-batches per pipeline per iteration
     measured_s: float | None  # None: the plan file has no measurement
     stages: tuple[tuple[int, int], ...] | None  # each stage's layer range; None for Aceso
-    stage_gpus: tuple[str, ...] | None  # each stage's GPU type (dp = 1 only)
+    replicas: Replicas | None  # replica j's GPU type per stage; None when unreadable
+    red_grads: float | None  # the file's undocumented `red_grads` (s); read by nothing
     suspect: bool
     notes: str
+
+    @property
+    def stage_gpus(self) -> tuple[str, ...] | None:
+        """Each stage's GPU type when the run has one replica (dp = 1), else None."""
+        return self.replicas[0] if self.replicas is not None and len(self.replicas) == 1 else None
 
 
 @dataclass(frozen=True)
@@ -170,6 +195,10 @@ class Prediction:
     reason: str = ""
     update_s: float = 0.0  # the optimizer step included in both predictions
     approximate: str = ""  # what the prediction assumes beyond the strict model
+    paper_reason: str = ""  # why ``paper_s`` is None on a predicted run (dp > 1)
+    pipeline_s: float | None = None  # physical: the slowest replica's pipeline alone
+    allreduce_s: float = 0.0  # physical: the gradient all-reduce term (0 when dp = 1)
+    blocking_s: float | None = None  # physical, sends blocking the sender (schedule level)
 
     def error(self, model: str) -> float | None:
         """Signed relative error ``predicted / measured - 1`` under ``model``."""
@@ -177,19 +206,6 @@ class Prediction:
         if pred is None or self.run.measured_s is None:
             return None
         return pred / self.run.measured_s - 1.0
-
-
-@dataclass(frozen=True)
-class Summary:
-    """Absolute relative errors of one level and model over the runs it predicts that are
-    not flagged suspect."""
-
-    level: str
-    model: str
-    n_runs: int
-    median_abs: float
-    worst_abs: float
-    worst_run: str
 
 
 @dataclass(frozen=True)
@@ -219,19 +235,6 @@ def _run_name(row: dict[str, str]) -> str:
     return f"{head} {row['model']} {plan} ({tag})"
 
 
-def _stage_gpus(text: str) -> tuple[str, ...] | None:
-    """``[RTX-3090x2] [Titan-RTXx2]`` -> ``("RTX-3090", "Titan-RTX")``; None when a stage
-    mixes replicas (dp > 1) or the plan gives none (Aceso)."""
-    groups = re.findall(r"\[([^\]]+)\]", text)
-    gpus: list[str] = []
-    for group in groups:
-        m = re.fullmatch(r"(.+?)x(\d+)", group.strip())
-        if m is None:
-            return None
-        gpus.append(m.group(1))
-    return tuple(gpus) or None
-
-
 def load_runs() -> list[Run]:
     """The 76 runs of the shipped ``sailor-validation-runs.csv``, in file order."""
     runs: list[Run] = []
@@ -257,7 +260,12 @@ def load_runs() -> list[Run]:
                 n_micro=int(row["microbatches_per_pipeline"]),
                 measured_s=float(row["measured_iter_s"]) if row["measured_iter_s"] else None,
                 stages=stages,
-                stage_gpus=_stage_gpus(row["stage_replicas"]),
+                replicas=parse_replicas(row["stage_replicas"])
+                if row["stage_replicas"]
+                else single_type_replicas(
+                    row["gpu_types"], int(row["pp"]), int(row["dp"]), int(row["n_nodes"])
+                ),
+                red_grads=float(row["red_grads"]) if row["red_grads"] else None,
                 suspect="suspect" in row["notes"].lower(),
                 notes=row["notes"],
             )
@@ -302,45 +310,45 @@ def transfer_time(n_bytes: float, coeffs: Sequence[float]) -> float:
 
 
 def _not_pipeline(run: Run, profiles: dict[tuple[str, str, int, int], Any]) -> str:
-    """Why the simulator's model (pipeline stages only, no data parallelism) cannot
-    represent ``run`` at the schedule level; empty when it can."""
+    """Why ``run`` cannot be represented as replicas of a pipeline of profiled layers at the
+    schedule level; empty when it can."""
     if run.measured_s is None:
         return "no measured iteration time (the plan file's `real` is empty)"
-    if run.dp > 1:
+    if run.stages is None and run.pp > 1:
         return (
-            f"not representable: data parallelism (dp = {run.dp}) adds a gradient all-reduce "
-            "the model does not have"
+            "not representable: Aceso splits stages by operator (ops per stage), not by "
+            "the profiled layers"
         )
-    if run.stages is None:
-        if run.pp > 1:
-            return (
-                "not representable: Aceso splits stages by operator (ops per stage), not by "
-                "the profiled layers"
-            )
-        return ""
-    if run.stage_gpus is None or len(run.stage_gpus) != run.pp:
-        return "the plan's stage replicas do not name one GPU type per stage"
-    missing = [g for g in run.stage_gpus if (run.model, g, run.micro_batch, run.tp) not in profiles]
+    reps = run.replicas
+    if reps is None or len(reps) != run.dp or any(len(r) != run.pp for r in reps):
+        return "the plan's stage replicas do not name one GPU type per stage and replica"
+    keys = [(run.model, g, run.micro_batch, run.tp) for r in reps for g in r]
+    missing = [k[1] for k in keys if k not in profiles]
     if missing:
         return f"no profile for {run.model} on {missing[0]} at micro-batch {run.micro_batch}"
     return ""
 
 
-def _layout(
-    run: Run, profiles: dict[tuple[str, str, int, int], list[LayerProfile]]
-) -> tuple[list[list[LayerProfile]], list[str]]:
-    """Each stage's profiled layers and GPU type (an Aceso run with one stage holds every
-    layer on the cluster's GPU)."""
-    gpus = list(run.stage_gpus or ("GH-96",))
-    stages = run.stages
-    if stages is None:
-        n = len(profiles[(run.model, gpus[0], run.micro_batch, run.tp)])
-        stages = ((0, n - 1),)
-    layers = [
-        profiles[(run.model, g, run.micro_batch, run.tp)][lo : hi + 1]
-        for (lo, hi), g in zip(stages, gpus)
-    ]
-    return layers, gpus
+#: Not predicted under Eq. (1): the paper's model has no replicas.
+PAPER_NO_DP = "not predicted under Eq. (1): the paper's model has no replicas (d = 1 always)"
+
+_Layout = list[tuple[list[list[LayerProfile]], list[str]]]
+
+
+def _layout(run: Run, profiles: dict[tuple[str, str, int, int], list[LayerProfile]]) -> _Layout:
+    """Each replica's stages: their profiled layers and GPU types (an Aceso run with one
+    stage holds every layer)."""
+    out: _Layout = []
+    for gpus in run.replicas or ():
+        stages = run.stages
+        if stages is None:
+            stages = ((0, len(profiles[(run.model, gpus[0], run.micro_batch, run.tp)]) - 1),)
+        layers = [
+            profiles[(run.model, g, run.micro_batch, run.tp)][lo : hi + 1]
+            for (lo, hi), g in zip(stages, gpus)
+        ]
+        out.append((layers, list(gpus)))
+    return out
 
 
 def _hops(
@@ -362,6 +370,63 @@ def _hops(
     return fwd, bwd
 
 
+def _allreduce(
+    run: Run,
+    layout: _Layout,
+    network: dict[tuple[str, int, str, int], tuple[float, float, float]],
+) -> float:
+    """The gradient all-reduce term (:func:`~.validation_dp.allreduce_seconds`): stage s's
+    buffer is ``BYTES_PER_FLOAT`` x its layers' ``params_full`` (fp32 gradients), its ring
+    the stage's copies in replica order, each edge timed with Sailor's inter-node fit between
+    the two copies' GPU types, ``tp`` GPUs on each side. 0 for one replica."""
+    if len(layout) < 2:
+        return 0.0
+    buffers = [BYTES_PER_FLOAT * math.fsum(p.params_full for p in st) for st in layout[0][0]]
+    rings = [[gpus[s] for _, gpus in layout] for s in range(len(buffers))]
+
+    def link(a: str, b: str, n_bytes: float) -> float:
+        return transfer_time(n_bytes, network[(a, run.tp, b, run.tp)])
+
+    return allreduce_seconds(buffers, rings, link)[0]
+
+
+def _replicated(
+    run: Run,
+    level: str,
+    layout: _Layout,
+    stage_times: list[tuple[list[float], list[float]]],
+    network: dict[tuple[str, int, str, int], tuple[float, float, float]],
+    update: float,
+) -> Prediction:
+    """Every replica's pipeline from its stages' (forward, backward) times and its own hops,
+    M = ``run.n_micro`` each (the data's micro-batches per pipeline are per replica): the
+    slowest replica's, plus the all-reduce and ``update``, under the physical model; Eq. (1)
+    only for one replica. At the schedule level also the send-blocking sensitivity."""
+    papers: list[float] = []
+    pipes: list[float] = []
+    blocks: list[float] = []
+    for (layers, gpus), (fwd, bwd) in zip(layout, stage_times):
+        hop_fwd, hop_bwd = _hops(run, layers, gpus, network)
+        papers.append(staged_iteration_time(fwd, bwd, hop_fwd, hop_bwd, run.n_micro, model="paper"))
+        pipes.append(staged_iteration_time(fwd, bwd, hop_fwd, hop_bwd, run.n_micro))
+        zeros = [0.0] * len(hop_fwd)
+        blocked = blocking_sends(fwd, bwd, hop_fwd, hop_bwd)
+        blocks.append(staged_iteration_time(*blocked, zeros, zeros, run.n_micro))
+    allreduce = _allreduce(run, layout, network)
+    one = run.dp == 1
+    return Prediction(
+        run,
+        level,
+        papers[0] + update if one else None,
+        max(pipes) + allreduce + update,
+        update_s=update,
+        paper_reason="" if one else PAPER_NO_DP,
+        pipeline_s=max(pipes),
+        allreduce_s=allreduce,
+        blocking_s=max(blocks) + allreduce + update if level == "schedule" else None,
+    )
+
+
 def schedule_prediction(
     run: Run,
     profiles: dict[tuple[str, str, int, int], list[LayerProfile]],
@@ -369,21 +434,25 @@ def schedule_prediction(
 ) -> Prediction:
     """The schedule level: stage forward (backward) time = the sum of its layers' measured
     ``fwd_s`` (``bwd_s``), boundary hops from the fitted network model, M micro-batches,
-    plus one optimizer step (the slowest stage's sum of ``update_s``) in both models."""
+    plus one optimizer step (the slowest stage's sum of ``update_s``, the slowest replica's)
+    in both models; with dp > 1 the physical model's replicas and all-reduce only."""
     reason = _not_pipeline(run, profiles)
     if reason:
         return Prediction(run, "schedule", None, None, reason)
-    layers, gpus = _layout(run, profiles)
-    stage_fwd = [math.fsum(p.fwd_s for p in stage) for stage in layers]
-    stage_bwd = [math.fsum(p.bwd_s for p in stage) for stage in layers]
-    hop_fwd, hop_bwd = _hops(run, layers, gpus, network)
-    update = max(math.fsum(p.update_s for p in stage) for stage in layers)
-    paper, physical = (
-        staged_iteration_time(stage_fwd, stage_bwd, hop_fwd, hop_bwd, run.n_micro, model=m) + update
-        for m in MODELS
+    layout = _layout(run, profiles)
+    times = [
+        (
+            [math.fsum(p.fwd_s for p in stage) for stage in layers],
+            [math.fsum(p.bwd_s for p in stage) for stage in layers],
+        )
+        for layers, _ in layout
+    ]
+    update = max(
+        max(math.fsum(p.update_s for p in stage) for stage in layers) for layers, _ in layout
     )
+    pred = _replicated(run, "schedule", layout, times, network, update)
     note = "" if run.stages is not None else "Aceso runtime timed with Sailor's profile"
-    return Prediction(run, "schedule", paper, physical, update_s=update, approximate=note)
+    return replace(pred, approximate=note)
 
 
 def _recomputes(run: Run) -> bool:
@@ -405,7 +474,9 @@ def flops_prediction(
     precision the runs train in): stage forward time ``2 N_stage m S / (tp x peak x mfu)`` with
     ``N_stage`` the stage's parameters (the input embedding, a lookup, counted as none);
     the paper's backward equals forward, the physical backward is twice it (three times with
-    recomputation); the hops as at the schedule level; no optimizer step.
+    recomputation); the hops as at the schedule level; no optimizer step. With dp > 1 each
+    replica's stages on their own GPUs' peaks and the schedule level's all-reduce, under the
+    physical model only.
 
     The strict model has one GPU per stage (tp = 1); every run here has tp >= 2, so the
     prediction treats a TP group as one device of ``tp x peak`` with free TP communication
@@ -416,22 +487,20 @@ def flops_prediction(
         reason = "not representable at the FLOPs level: Aceso's runtime and plan are not Sailor's"
     if reason:
         return Prediction(run, level, None, None, reason)
-    layers, gpus = _layout(run, profiles)
+    layout = _layout(run, profiles)
     tokens = run.micro_batch * run.seq_len
-    stage_fwd: list[float] = []
-    for stage, gpu, (lo, _hi) in zip(layers, gpus, run.stages or ()):
-        params = math.fsum(p.params_full for j, p in enumerate(stage) if lo + j != 0)
-        peak = PEAKS[gpu].fp32_flops if fp32 else PEAKS[gpu].flops
-        stage_fwd.append(2.0 * params * tokens / (run.tp * peak * mfu))
     factor = 3.0 if _recomputes(run) else 2.0
-    stage_bwd = [factor * t for t in stage_fwd]
-    hop_fwd, hop_bwd = _hops(run, layers, gpus, network)
-    paper, physical = (
-        staged_iteration_time(stage_fwd, stage_bwd, hop_fwd, hop_bwd, run.n_micro, model=m)
-        for m in MODELS
-    )
+    times: list[tuple[list[float], list[float]]] = []
+    for layers, gpus in layout:
+        stage_fwd: list[float] = []
+        for stage, gpu, (lo, _hi) in zip(layers, gpus, run.stages or ()):
+            params = math.fsum(p.params_full for j, p in enumerate(stage) if lo + j != 0)
+            peak = PEAKS[gpu].fp32_flops if fp32 else PEAKS[gpu].flops
+            stage_fwd.append(2.0 * params * tokens / (run.tp * peak * mfu))
+        times.append((stage_fwd, [factor * t for t in stage_fwd]))
     note = f"TP group of {run.tp} GPUs as one device" if run.tp > 1 else ""
-    return Prediction(run, level, paper, physical, approximate=note)
+    pred = _replicated(run, level, layout, times, network, 0.0)
+    return replace(pred, approximate=note)
 
 
 def predict_all() -> list[Prediction]:
@@ -446,27 +515,20 @@ def predict_all() -> list[Prediction]:
 
 
 def summarise(predictions: Sequence[Prediction]) -> list[Summary]:
-    """Median and worst absolute relative error per level and model, over the predicted
-    runs not flagged suspect."""
+    """Median, nearest-rank 90th percentile and worst absolute relative error per level,
+    model and kind of run (pipeline-only, data-parallel), over the predicted runs not
+    flagged suspect."""
     out: list[Summary] = []
     for level in LEVELS:
         rows = [p for p in predictions if p.level == level and not p.reason and not p.run.suspect]
         for model in MODELS:
-            errs = [(abs(e), p.run.name) for p in rows if (e := p.error(model)) is not None]
-            if not errs:
-                out.append(Summary(level, model, 0, math.nan, math.nan, ""))
-                continue
-            worst = max(errs)
-            out.append(
-                Summary(
-                    level,
-                    model,
-                    len(errs),
-                    statistics.median(e for e, _ in errs),
-                    worst[0],
-                    worst[1],
-                )
-            )
+            for runs in RUN_KINDS:
+                errs = [
+                    (abs(e), p.run.name)
+                    for p in rows
+                    if kind(p.run) == runs and (e := p.error(model)) is not None
+                ]
+                out.append(summary_of(level, model, runs, errs))
     return out
 
 
@@ -543,12 +605,14 @@ def _fmt_err(x: float | None) -> str:
 
 _CSV_HEAD = (
     "row,run,level,runtime,pp,dp,tp,micro_batch,n_micro,measured_s,paper_s,paper_err,"
-    "physical_s,physical_err,update_s,suspect,assumes,reason"
+    "physical_s,physical_err,update_s,pipeline_s,allreduce_s,suspect,assumes,reason,paper_reason"
 )
 
 
 def render_csv(predictions: Sequence[Prediction]) -> str:
-    """Every (run, level) as one CSV row: times in seconds, errors as fractions."""
+    """Every (run, level) as one CSV row: times in seconds, errors as fractions;
+    ``pipeline_s`` and ``allreduce_s`` are the physical prediction's slowest replica and
+    all-reduce term (``physical_s`` = pipeline + all-reduce + ``update_s``)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(_CSV_HEAD.split(","))
@@ -572,9 +636,12 @@ def render_csv(predictions: Sequence[Prediction]) -> str:
                 "" if p.physical_s is None else f"{p.physical_s:.6g}",
                 "" if fe is None else f"{fe:.4f}",
                 f"{p.update_s:.6g}" if not p.reason else "",
+                "" if p.pipeline_s is None else f"{p.pipeline_s:.6g}",
+                f"{p.allreduce_s:.6g}" if not p.reason else "",
                 "yes" if r.suspect else "",
                 p.approximate,
                 p.reason,
+                p.paper_reason,
             ]
         )
     return buf.getvalue()
@@ -582,15 +649,18 @@ def render_csv(predictions: Sequence[Prediction]) -> str:
 
 def _table(rows: Sequence[Prediction]) -> list[str]:
     lines = [
-        "| row | run | pp | tp | M | measured (s) | paper (s) | paper error | physical (s) "
+        "| row | run | pp | dp | tp | M | measured (s) | paper (s) | paper error | physical (s) "
         "| physical error | note |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for p in rows:
         r = p.run
-        note = "; ".join(x for x in ("suspect, excluded" if r.suspect else "", p.approximate) if x)
+        no_paper = "no Eq. (1) (dp > 1)" if p.paper_reason else ""
+        notes = ("suspect, excluded" if r.suspect else "", no_paper, p.approximate)
+        note = "; ".join(x for x in notes if x)
         lines.append(
-            f"| {r.row} | {r.name} | {r.pp} | {r.tp} | {r.n_micro} | {_fmt_s(r.measured_s)} "
+            f"| {r.row} | {r.name} | {r.pp} | {r.dp} | {r.tp} | {r.n_micro} "
+            f"| {_fmt_s(r.measured_s)} "
             f"| {_fmt_s(p.paper_s)} | {_fmt_err(p.error('paper'))} | {_fmt_s(p.physical_s)} "
             f"| {_fmt_err(p.error('physical'))} | {note} |"
         )
@@ -605,14 +675,17 @@ def render_page(predictions: Sequence[Prediction], command: str) -> str:
     skipped = [p for p in predictions if p.level == "schedule" and p.reason]
     flops_only = {p.run.row: p.reason for p in predictions if p.level == "flops" and p.reason}
     sum_lines = [
-        "| level | model | runs | median abs. error | worst abs. error | worst run |",
-        "|---|---|---:|---:|---:|---|",
+        "| level | model | runs | n | median abs. error | p90 abs. error | worst abs. error "
+        "| worst run |",
+        "|---|---|---|---:|---:|---:|---:|---|",
     ]
     for s in summary:
-        sum_lines.append(
-            f"| {s.level} | {s.model} | {s.n_runs} | {s.median_abs:.1%} | {s.worst_abs:.1%} "
-            f"| {s.worst_run} |"
+        stats = (
+            f"{s.median_abs:.1%} | {s.p90_abs:.1%} | {s.worst_abs:.1%} | {s.worst_run}"
+            if s.n_runs
+            else "- | - | - | not predicted: Eq. (1) has no replicas"
         )
+        sum_lines.append(f"| {s.level} | {s.model} | {s.runs} | {s.n_runs} | {stats} |")
     skip_lines = [
         "| row | run | pp | dp | tp | measured (s) | reason |",
         "|---:|---|---:|---:|---:|---:|---|",
@@ -652,17 +725,23 @@ def render_page(predictions: Sequence[Prediction], command: str) -> str:
         for g in PEAKS.values()
     ]
     template = resources.files(__package__).joinpath("templates/validation.md").read_text("utf-8")
-    n_sched = len({p.run.row for p in sched})
+    pipelines = [p for p in sched if p.run.dp == 1]
     return template.format(
         command=command,
         n_runs=len({p.run.row for p in predictions}),
-        n_schedule=n_sched,
+        n_schedule=len(sched),
+        n_schedule_dp=len(sched) - len(pipelines),
         n_flops=len(flops),
+        n_flops_dp=sum(1 for p in flops if p.run.dp > 1),
         n_skipped=len(skipped),
         bytes_per_float=BYTES_PER_FLOAT,
         mfu=MFU,
         summary="\n".join(sum_lines),
-        schedule_table="\n".join(_table(sched)),
+        targets="\n".join(targets_text(summary, predictions)),
+        schedule_table="\n".join(_table(pipelines)),
+        dp_table="\n".join(dp_table(predictions)),
+        sensitivity="\n".join(sensitivity_tables(predictions, (28, 31))),
+        misses="\n".join(misses_table(predictions)),
         flops_table="\n".join(_table(flops)),
         flops_only="\n".join(["| row | run | reason |", "|---:|---|---|", *extra]) if extra else "",
         skipped_table="\n".join(skip_lines),

@@ -62,14 +62,16 @@ class FCFSOrdering(Ordering):
 class Policy:
     """A named (ordering, placement) pair that the simulator can run, with the admission rule
     it waits by (None: the scenario's; a waiting heuristic names ``full`` or
-    ``finish-aware``) and the preemption rule it stops running jobs by (None: the scenario's;
-    a preemptive heuristic names ``srtf`` or ``las``)."""
+    ``finish-aware``), the preemption rule it stops running jobs by (None: the scenario's;
+    a preemptive heuristic names ``srtf`` or ``las``) and the elasticity rule it resizes
+    jobs' data-parallel copies by (None: the scenario's; an elastic one names ``greedy``)."""
 
     name: str
     ordering: OrderingPolicy
     placement: PlacementPolicy
     admission: str | None = None
     preemption: str | None = None
+    elasticity: str | None = None
 
     def simulate(
         self,
@@ -81,11 +83,17 @@ class Policy:
     ) -> RunResult:
         """Run one episode of ``scenario`` under this policy. The admission rule is
         ``admission`` when given (``greedy``, ``finish-aware``, ``full``), else the policy's
-        own, else the scenario's; the preemption rule likewise (``none``, ``srtf``, ``las``)."""
+        own, else the scenario's; the preemption rule likewise (``none``, ``srtf``, ``las``);
+        the elasticity rule is the policy's own, else the scenario's."""
         rule = self.admission if admission is None else admission
         stop = self.preemption if preemption is None else preemption
         sim = Simulator(
-            scenario, self.placement, admission=rule, validate=validate, preemption=stop
+            scenario,
+            self.placement,
+            admission=rule,
+            validate=validate,
+            preemption=stop,
+            elasticity=self.elasticity,
         )
         return sim.run(self._named())
 

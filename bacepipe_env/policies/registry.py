@@ -13,6 +13,7 @@ placement. Adding a baseline is one file with its ordering or placement and one 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from .rollout import (
 
 __all__ = [
     "ADMISSION_RULES",
+    "ELASTIC_SUFFIX",
     "ORDERINGS",
     "PLACEMENTS",
     "PREEMPTION_RULES",
@@ -48,6 +50,7 @@ __all__ = [
     "baseline_names",
     "check_name",
     "check_plugin_names",
+    "elastic_names",
     "make_admission",
     "make_ordering",
     "make_placement",
@@ -100,6 +103,7 @@ class PolicyInfo:
     admission: str | None = None
     preemption: str | None = None
     build: Callable[[int], Policy] | None = None  # seed -> the policy, when not the pair's
+    elasticity: str | None = None
 
     def make_ordering(self, seed: int) -> OrderingPolicy:
         """A fresh ordering of this policy; ``seed`` seeds one with randomness."""
@@ -114,7 +118,7 @@ class PolicyInfo:
         place = self.placement
         placement = PLACEMENTS[place]() if isinstance(place, str) else place()
         cls = OraclePolicy if self.oracle else Policy
-        return cls(self.name, order, placement, self.admission, self.preemption)
+        return cls(self.name, order, placement, self.admission, self.preemption, self.elasticity)
 
 
 _POLICIES = [
@@ -382,14 +386,47 @@ def ablation_names() -> list[str]:
     return ["bace-pipe", "no-priority", "no-pathfinder", "no-costmin"]
 
 
+#: The suffix that makes any registered heuristic elastic (semantics §3f): ``sjf+elastic`` is
+#: SJF whose jobs' data-parallel copies the ``greedy`` rule resizes.
+ELASTIC_SUFFIX = "+elastic"
+_ELASTIC: dict[str, PolicyInfo] = {}
+
+
+def _elastic_info(name: str) -> PolicyInfo:
+    """The entry of ``<heuristic>+elastic`` (made on first use, not listed: every heuristic
+    has one): the heuristic with the ``greedy`` elasticity rule."""
+    got = _ELASTIC.get(name)
+    if got is None:
+        base = policy_info(name.removesuffix(ELASTIC_SUFFIX))
+        if base.oracle or base.build is not None or base.elasticity is not None:
+            raise ValidationError(
+                "policy", name, "+elastic follows a registered heuristic (sjf+elastic)"
+            )
+        got = _ELASTIC[name] = dataclasses.replace(
+            base,
+            name=name,
+            description=f"{base.name} whose jobs' data-parallel copies the greedy rule resizes",
+            elasticity="greedy",
+        )
+    return got
+
+
+def elastic_names(names: list[str]) -> list[str]:
+    """``<name>+elastic`` of every heuristic among ``names`` that has one."""
+    return [f"{n}{ELASTIC_SUFFIX}" for n in names if not n.endswith(ELASTIC_SUFFIX)]
+
+
 def policy_info(name: str) -> PolicyInfo:
-    """The registry entry of ``name`` (a rollout planner's, ``rollout:<base>,...``, is made on
-    first use); a ValidationError lists the valid names otherwise."""
+    """The registry entry of ``name`` (a rollout planner's, ``rollout:<base>,...``, and an
+    elastic heuristic's, ``<heuristic>+elastic``, are made on first use); a ValidationError
+    lists the valid names otherwise."""
     try:
         return _BY_NAME[name]
     except KeyError:
         if is_rollout(name):
             return _rollout_info(name)
+        if name.endswith(ELASTIC_SUFFIX) and name != ELASTIC_SUFFIX:
+            return _elastic_info(name)
         if load_plugins():  # an installed or named plugin may register it
             return policy_info(name)
         raise ValidationError(

@@ -361,6 +361,8 @@ class ScenarioTemplate:
                     epochs=self.epochs if row.epochs is None else row.epochs,
                     constants=self.constants,
                     name=row.name,
+                    min_replicas=row.min_replicas,
+                    max_replicas=row.max_replicas,
                 )
             )
         return tuple(jobs)

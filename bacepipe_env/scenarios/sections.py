@@ -55,7 +55,16 @@ _REGION_KEYS = {
 }
 _MODEL_KEYS = {"name", "params", "layers", "hidden", "batch", "active_params", "source"}
 _DATASET_KEYS = {"name", "samples"}
-_JOB_KEYS = {"name", "model", "dataset", "submit_h", "epochs", "batch"}
+_JOB_KEYS = {
+    "name",
+    "model",
+    "dataset",
+    "submit_h",
+    "epochs",
+    "batch",
+    "min_replicas",
+    "max_replicas",
+}
 _WORKLOAD_KEYS = {
     "n_jobs",
     "models",
@@ -81,6 +90,8 @@ class JobRow:
     batch: int | None = None
     epochs: int | None = None
     name: str = ""
+    min_replicas: int = 1  # data-parallel copies of its pipeline (semantics §3e)
+    max_replicas: int | None = None  # None: the world's max_replicas
 
 
 #: How a workload draws its models or datasets: ``cycle``, ``random`` (uniform), one name, or
@@ -421,6 +432,7 @@ def _explicit_jobs(
                 if "epochs" not in row
                 else check_limit("jobs.epochs", row["epochs"], field=f"{f}.epochs"),
                 name=require_str(f"{f}.name", row["name"]) if "name" in row else "",
+                **_replicas(f, row),
             )
         )
     if n_jobs is not None:  # cut or cycle the list to the requested length
@@ -431,6 +443,21 @@ def _explicit_jobs(
                 job = dataclasses.replace(job, name=f"{job.name}#{i // len(out) + 1}")
             cycled.append(job)
         out = cycled
+    return out
+
+
+def _replicas(f: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A job row's ``min_replicas`` and ``max_replicas`` (semantics §3e), those it gives."""
+    out: dict[str, Any] = {}
+    for key in ("min_replicas", "max_replicas"):
+        if key in row:
+            out[key] = check_limit("jobs.replicas", row[key], field=f"{f}.{key}")
+    if out.get("max_replicas", out.get("min_replicas", 1)) < out.get("min_replicas", 1):
+        raise ScenarioError(
+            f"{f}.max_replicas",
+            out["max_replicas"],
+            f"must be at least min_replicas ({out['min_replicas']})",
+        )
     return out
 
 

@@ -104,6 +104,7 @@ SETTERS: dict[str, Setter] = {
         f"jobs.{j}": _at(FIG1, ("jobs", 1, j), f"jobs[1].{j}")
         for j in ("submit_h", "batch", "epochs")
     },
+    "jobs.replicas": _at(FIG1, ("jobs", 1, "max_replicas"), "jobs[1].max_replicas"),
     "workload.n_jobs": _at(PAPER, ("workload", "n_jobs"), "workload.n_jobs"),
     "workload.submit_h": _at(PAPER, ("workload", "submit_h"), "workload.submit_h"),
     "workload.arrival_rate_per_h": _at(

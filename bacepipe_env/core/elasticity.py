@@ -1,0 +1,238 @@
+"""Elasticity rules: how many data-parallel copies of its pipeline a job runs, and when that
+count changes while it runs (semantics §3f). A fifth plug point beside ordering, placement,
+admission and preemption, applied identically to every policy.
+
+- ``none``: a job starts with its ``min_replicas`` copies (1 by default) and keeps them to
+  the end (the paper's world, the default);
+- ``greedy``: Pollux-style greedy reallocation (Qiao et al., OSDI'21, in its simplest form). A
+  job starts with ``min_replicas`` copies. At the end of every scheduling pass, when a pending
+  job cannot start, the rule shrinks by one copy the running job whose remaining time grows
+  least per GPU freed, if freeing them lets a pending job start; otherwise, with GPUs idle,
+  it grows by one copy the running job whose remaining time falls most per GPU added, if it
+  falls by at least ``min_gain`` of it. A job resized less than ``min_run_h`` ago is left
+  alone (hysteresis).
+
+Every resize is a checkpoint-restart: the job keeps all its work, writes a checkpoint
+(``preempt_checkpoint_s``, or none under ``lose-since-checkpoint``) and restarts
+(``restart_s``) on its new placement, holding the new GPUs meanwhile. The simulator books it
+as an attempt that ended with the outcome ``resized``.
+
+A rule is asked once at the end of every scheduling pass, after the preemption rule, with an
+:class:`ElasticView`; it returns ``(job id, new copy count)`` or None, and is asked again after
+each resize until it returns None. A job is resized at most once per instant.
+
+Settings are written after the name: ``greedy:min_gain=0.1,min_run_h=1``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ValidationError
+from .units import SECONDS_PER_HOUR
+
+__all__ = [
+    "ELASTICITY_RULES",
+    "ElasticJob",
+    "ElasticView",
+    "ElasticityRule",
+    "GreedyElasticity",
+    "NoElasticity",
+    "Resize",
+    "check_elasticity",
+    "make_elasticity",
+]
+
+
+@dataclass(frozen=True)
+class ElasticJob:
+    """One running job as an elasticity rule sees it. Times in seconds."""
+
+    job_id: int
+    replicas: int  # d, its copies now
+    min_replicas: int
+    max_replicas: int
+    stages: int  # L, the GPUs of one copy
+    remaining: float  # until it finishes on its placement now
+    run: float  # since its current attempt started (a resize starts one)
+    resizable: bool  # not writing a preemption checkpoint, not resized at this instant
+
+
+@dataclass(frozen=True)
+class Resize:
+    """What one more or one fewer copy would give a running job."""
+
+    job_id: int
+    replicas: int  # the new copy count
+    gpus: int  # GPUs it would hold
+    remaining: float  # s to its finish after the resize, the checkpoint-restart included
+    admits: tuple[int, ...] = ()  # (a shrink) pending jobs that could then start
+
+
+class ElasticView:
+    """The state an elasticity rule decides from, at the end of a scheduling pass: the running
+    jobs in start order, whether a pending job is waiting (:attr:`blocked`), the free GPUs, and,
+    computed when asked, what growing or shrinking each job would give."""
+
+    def __init__(
+        self,
+        time: float,
+        running: tuple[ElasticJob, ...],
+        *,
+        blocked: bool,
+        free_gpus: int,
+        grow: Callable[[int], Resize | None],
+        shrink: Callable[[int], Resize | None],
+    ) -> None:
+        self.time = time
+        self.running = running
+        self.blocked = blocked
+        self.free_gpus = free_gpus
+        self._grow = grow
+        self._shrink = shrink
+
+    def grow(self, job_id: int) -> Resize | None:
+        """One more copy of ``job_id``'s pipeline on the free GPUs, or None if none fits."""
+        return self._grow(job_id)
+
+    def shrink(self, job_id: int) -> Resize | None:
+        """``job_id`` without its last copy (None at one copy), with the pending jobs that
+        could start on what it frees."""
+        return self._shrink(job_id)
+
+    def __repr__(self) -> str:
+        return f"ElasticView(time={self.time:g}, running={len(self.running)})"
+
+
+@runtime_checkable
+class ElasticityRule(Protocol):
+    """Decides the copies a job starts with and whether a running job is resized now."""
+
+    name: str
+
+    def choose(self, view: ElasticView) -> tuple[int, int] | None:
+        """``(job id, new copy count)`` of a resizable running job, or None."""
+        ...
+
+
+class NoElasticity:
+    """A job keeps the copies it started with (the paper's world: one)."""
+
+    name = "none"
+
+    def choose(self, view: ElasticView) -> tuple[int, int] | None:
+        """Never."""
+        return None
+
+
+@dataclass(frozen=True)
+class GreedyElasticity:
+    """Pollux-style greedy reallocation (see the module docs): shrink the job that loses least
+    per GPU freed to let a pending job start; else grow the job that gains most per GPU
+    added, by at least ``min_gain`` of its remaining time; a job resized less than
+    ``min_run_s`` ago is left alone. Ties go to the earlier start."""
+
+    min_gain: float = 0.05
+    min_run_s: float = 0.25 * SECONDS_PER_HOUR
+
+    @property
+    def name(self) -> str:
+        """``greedy`` with its non-default settings, as ``make_elasticity`` reads it."""
+        parts = []
+        if self.min_gain != GreedyElasticity.min_gain:
+            parts.append(f"min_gain={self.min_gain:g}")
+        if self.min_run_s != GreedyElasticity.min_run_s:
+            parts.append(f"min_run_h={self.min_run_s / SECONDS_PER_HOUR:g}")
+        return "greedy" + (":" + ",".join(parts) if parts else "")
+
+    def choose(self, view: ElasticView) -> tuple[int, int] | None:
+        """The shrink that admits a pending job at the least cost per GPU, else the grow with
+        the most gain per GPU."""
+        ready = [j for j in view.running if j.resizable and j.run >= self.min_run_s]
+        if view.blocked:
+            best: tuple[float, int] | None = None
+            for j in ready:
+                if j.replicas <= j.min_replicas:
+                    continue
+                got = view.shrink(j.job_id)
+                if got is None or not got.admits:
+                    continue
+                loss = (got.remaining - j.remaining) / j.stages
+                if best is None or loss < best[0]:
+                    best = (loss, j.job_id)
+            if best is not None:
+                return best[1], next(j.replicas - 1 for j in ready if j.job_id == best[1])
+        best = None
+        for j in ready:
+            if j.replicas >= j.max_replicas or view.free_gpus < j.stages:
+                continue
+            got = view.grow(j.job_id)
+            if got is None:
+                continue
+            gain = j.remaining - got.remaining
+            if gain < self.min_gain * j.remaining:
+                continue
+            score = -gain / j.stages
+            if best is None or score < best[0]:
+                best = (score, j.job_id)
+        if best is None:
+            return None
+        return best[1], next(j.replicas + 1 for j in ready if j.job_id == best[1])
+
+
+_NONE = NoElasticity()
+#: The rule names, in the order the docs list them.
+ELASTICITY_RULES: tuple[str, ...] = ("none", "greedy")
+_SETTINGS = {"min_gain": ("min_gain", 1.0, 0.0, 10.0), "min_run_h": ("min_run_s", 3600.0, 0.0, 1e6)}
+
+
+def make_elasticity(rule: str | ElasticityRule | None, *, field: str = "elasticity") -> Any:
+    """An elasticity rule by spec (``none``, ``greedy``, with settings after a colon:
+    ``greedy:min_gain=0.1,min_run_h=1``), or the object itself; None is ``none``. A one-line
+    ValidationError names ``field`` for anything else."""
+    if rule is None or rule == "none":
+        return _NONE
+    if not isinstance(rule, str):
+        if not callable(getattr(rule, "choose", None)) or not isinstance(
+            getattr(rule, "name", None), str
+        ):
+            raise ValidationError(field, rule, "must have a name and a choose(view) method")
+        return rule
+    name, _, given = rule.strip().partition(":")
+    if name not in ELASTICITY_RULES:
+        raise ValidationError(
+            field, rule, f"unknown rule; choose from: {', '.join(ELASTICITY_RULES)}"
+        )
+    if name == "none":
+        if given.strip():
+            raise ValidationError(field, rule, "none takes no settings")
+        return _NONE
+    values: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in given.split(","))):
+        key, eq, raw = part.partition("=")
+        setting = _SETTINGS.get(key.strip())
+        if setting is None or not eq:
+            raise ValidationError(
+                field, rule, f"greedy takes key=value settings from: {', '.join(_SETTINGS)}"
+            )
+        attr, scale, low, high = setting
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ValidationError(field, rule, f"{key.strip()} must be a number") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise ValidationError(field, rule, f"{key.strip()} must be in [{low:g}, {high:g}]")
+        values[attr] = value * scale
+    return GreedyElasticity(**values)
+
+
+def check_elasticity(rule: Any, *, field: str = "elasticity") -> str:
+    """The canonical spec of a rule spec string (validated), e.g. ``none`` or
+    ``greedy:min_gain=0.1``."""
+    if not isinstance(rule, str):
+        raise ValidationError(field, rule, "must be a rule name such as 'none' or 'greedy'")
+    name: str = make_elasticity(rule, field=field).name
+    return name

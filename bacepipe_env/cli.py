@@ -217,7 +217,27 @@ def _world(args: argparse.Namespace) -> dict[str, Any]:
     return knobs
 
 
+def _check_plot(path: str | None) -> None:
+    """``--plot PATH`` names a PNG and matplotlib can be imported (the ``viz`` extra), checked
+    before any run; else one line naming the flag."""
+    if path is None:
+        return
+    from .envs.render import rgb_available  # the env package loads gymnasium: only here
+
+    if Path(path).suffix.lower() != ".png" or not Path(path).stem.strip():
+        raise ValidationError("--plot", path, "must name a .png file")
+    if not rgb_available():
+        raise ValidationError("--plot", path, "needs matplotlib: pip install 'bacepipe-env[viz]'")
+
+
+def _wrote_plot(args: argparse.Namespace, path: Path) -> None:
+    """Say where ``--plot`` went (not when stdout carries the JSON, ``--json -``)."""
+    if args.json != "-":
+        print(f"\nwrote {path}")
+
+
 def _simulate(args: argparse.Namespace) -> int:
+    _check_plot(args.plot)
     knobs = _world(args)
     if args.partial_take and args.policy != "bace-pipe":
         raise ValidationError("--partial-take", args.policy, "applies to --policy bace-pipe only")
@@ -232,6 +252,14 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.json != "-":
         faults = scenario.faults is not None and scenario.faults.active
         print(format_run(result, names, faults=faults))
+    if args.plot is not None:
+        from .envs.render import run_snapshot, save_timeline
+
+        title = (
+            f"{result.scenario}, {result.policy}: {len(result.records)} jobs, makespan "
+            f"{hours(result.makespan):.2f} h, GPU utilisation {100 * result.gpu_utilization:.1f} %"
+        )
+        _wrote_plot(args, save_timeline(run_snapshot(result, scenario.cluster), args.plot, title))
     if args.json is not None:
         payload = {"params": dict(scenario.params), **result.to_dict(names)}
         # the run's figures are finite
@@ -449,6 +477,7 @@ def _evaluate(args: argparse.Namespace) -> int:
             "--policies", args.policies, f"give at least one of: {choices(policy_names())}"
         )
     check_env_id("--env-id", args.env_id)
+    _check_plot(args.plot)
     policies = resolve_pretrained(policies, args.env_id)  # pretrained: the env's own agent
     for name in policies:  # unknown names and missing files fail before any model loads
         if not is_learned(name):
@@ -481,6 +510,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         )
     if args.json != "-":
         print(report.format_table())
+    if args.plot is not None:
+        from .experiments.plots import evaluation_chart
+
+        _wrote_plot(args, evaluation_chart(report, args.plot))
     if args.json is not None:
         _write_json(args.json, report.to_json())
     return 0
@@ -491,6 +524,7 @@ def _headroom(args: argparse.Namespace) -> int:
     from .experiments.headroom import headroom_steps, run_headroom
 
     check_env_id("--env-id", args.env_id)
+    _check_plot(args.plot)
     try:
         lookahead_horizon(args.lookahead)
     except ValidationError as err:
@@ -508,6 +542,10 @@ def _headroom(args: argparse.Namespace) -> int:
         )
     if args.json != "-":
         print(report.format())
+    if args.plot is not None:
+        from .experiments.plots import headroom_chart
+
+        _wrote_plot(args, headroom_chart(report, args.plot))
     if args.json is not None:
         _write_json(args.json, report.to_json())
     return 0

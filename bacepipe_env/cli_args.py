@@ -1,11 +1,18 @@
 """The ``bacepipe`` command's arguments: its parser, with the world's flags made from
 :data:`~bacepipe_env.core.world.KNOBS`, and the parsers of its list flags (``--seeds``,
-``--loads``, ``--rates``). :mod:`bacepipe_env.cli` runs the commands."""
+``--loads``, ``--rates``). :mod:`bacepipe_env.cli` runs the commands.
+
+``simulate``, ``compare``, ``sweep`` and ``ablation`` list their flags in four groups (world,
+policy, output, execution); an unknown command or choice gets a "did you mean" when one is
+close (:func:`did_you_mean`)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import difflib
+import re
+from collections.abc import Iterable
+from typing import Any, NoReturn
 
 from . import __version__
 from .core.limits import LIMITS, Limit
@@ -16,7 +23,7 @@ from .core.world import (
     flag_number,
     number_text,
 )
-from .errors import OneLineParser, ValidationError
+from .errors import OneLineParser, ValidationError, shorten
 from .experiments import SWEEPS
 from .experiments.faults import DEFAULT_POLICIES as FAULT_POLICIES
 from .experiments.faults import DEFAULT_RATES as FAULT_RATES
@@ -28,7 +35,24 @@ from .policies.registry import (
 )
 from .scenarios import list_scenarios
 
-__all__ = ["MAX_SEEDS", "build_parser", "parse_loads", "parse_rates", "parse_seeds"]
+__all__ = [
+    "GROUPS",
+    "MAX_SEEDS",
+    "build_parser",
+    "did_you_mean",
+    "parse_loads",
+    "parse_rates",
+    "parse_seeds",
+]
+
+#: The flag groups of ``simulate``, ``compare``, ``sweep`` and ``ablation``, in ``--help``'s
+#: order, with the line under a group's heading (None: the heading alone).
+GROUPS: dict[str, str | None] = {
+    "world": "the scenario and its settings: a flag not given keeps the scenario's",
+    "policy": None,
+    "output": None,
+    "execution": None,
+}
 
 #: ``bacepipe online``'s default offered loads.
 ONLINE_LOADS = DEFAULT_LOADS  # the experiment's defaults are the command's
@@ -49,6 +73,37 @@ def _limited(key: str | Limit) -> Any:
             raise argparse.ArgumentTypeError(f"{number_text(limit)}, got {text!r}") from None
 
     return parse
+
+
+def did_you_mean(got: str, names: Iterable[str]) -> str | None:
+    """The name of ``names`` closest to ``got`` (``difflib.get_close_matches``, its default
+    cutoff 0.6), or None when none is close: ``simulat`` -> ``simulate``."""
+    close = difflib.get_close_matches(got, list(names), n=1)
+    return close[0] if close else None
+
+
+class _Parser(OneLineParser):
+    """:class:`OneLineParser` whose unknown command or choice names the closest valid one
+    when there is one: ``bacepipe: error: unknown command 'simulat'; did you mean 'simulate'?
+    (see bacepipe --help)``."""
+
+    def error(self, message: str) -> NoReturn:
+        """The one line and exit status 2, with a suggestion for an invalid choice."""
+        found = re.fullmatch(r"argument (\S+): invalid choice: (.*) \(choose from (.*)\)", message)
+        if found:
+            what, got, options = found.groups()
+            names = [o.strip().strip("'") for o in options.split(",")]
+            close = did_you_mean(got.strip("'"), names)
+            if close is not None:
+                noun = "command" if what == "COMMAND" else f"{what} value"
+                line = f"unknown {noun} {got}; did you mean {close!r}?"
+                self.exit(2, f"{self.prog}: error: {shorten(line, 150)} (see {self.prog} --help)\n")
+        super().error(message)
+
+
+def _groups(p: argparse.ArgumentParser, *names: str) -> dict[str, Any]:
+    """``p``'s flag groups ``names`` (keys of :data:`GROUPS`), in that order in ``--help``."""
+    return {name: p.add_argument_group(name, GROUPS[name]) for name in names}
 
 
 def _flag_options(knob: Knob) -> dict[str, Any]:
@@ -80,7 +135,7 @@ def _flag_options(knob: Knob) -> dict[str, Any]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``bacepipe`` command's parser (``bacepipe train`` has its own)."""
-    parser = OneLineParser(
+    parser = _Parser(
         prog="bacepipe",
         description="Simulate geo-distributed pipeline-parallel LLM training schedulers "
         "(BACE-Pipe, arXiv 2605.25375).",
@@ -96,45 +151,67 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def world(p: argparse.ArgumentParser, *scopes: str) -> None:
-        """The world's flags, one per row of KNOBS in ``scopes`` (default ``world``)."""
+    def world(p: Any, *scopes: str) -> None:
+        """The world's flags, one per row of KNOBS in ``scopes`` (default ``world``), added to
+        ``p`` (a parser or one of its groups)."""
         for knob in KNOBS.values():
             if knob.flag and knob.scope in (scopes or ("world",)):
                 p.add_argument(knob.flag, dest=knob.name, default=None, **_flag_options(knob))
 
-    sim = sub.add_parser("simulate", help="run a policy (BACE-Pipe) on a scenario, print every job")
-    sim.add_argument(
+    def plot(p: Any, what: str) -> None:
+        """``--plot PATH``: a PNG of ``what``, written whole or not at all."""
+        p.add_argument(
+            "--plot",
+            default=None,
+            metavar="PATH",
+            help=f"also draw {what} as a PNG at PATH (needs the viz extra: matplotlib)",
+        )
+
+    sim = sub.add_parser(
+        "simulate",
+        help="run a policy (BACE-Pipe) on a scenario, print every job",
+        usage="%(prog)s --scenario NAME|PATH [--seed SEED] [world flags]\n"
+        "       [--policy NAME] [--partial-take] [--json OUT] [--plot PATH]",
+    )
+    sim_groups = _groups(sim, "world", "policy", "output")
+    sim_groups["world"].add_argument(
         "--scenario",
         required=True,
         metavar="NAME|PATH",
         help=f"a built-in scenario ({', '.join(list_scenarios())}) or a .json/.toml file",
     )
-    sim.add_argument(
+    sim_groups["world"].add_argument(
         "--seed",
         type=_limited("seed"),
         default=0,
         help="seed of the scenario's random draws (default 0)",
     )
-    sim.add_argument(
+    sim_groups["policy"].add_argument(
         "--policy",
         default="bace-pipe",
         metavar="NAME",
         help="a registered policy (bacepipe policies; default bace-pipe)",
     )
-    sim.add_argument(
+    sim_groups["policy"].add_argument(
         "--partial-take",
         action="store_true",
         help="BACE-Pipe with Pathfinder taking part of a region's free GPUs (not in the paper)",
     )
-    world(sim, "simulate", "world")
-    sim.add_argument(
+    world(sim_groups["world"], "simulate", "world")
+    sim_groups["output"].add_argument(
         "--json",
         metavar="OUT",
         default=None,
         help="also write the full result as JSON to OUT ('-' for stdout)",
     )
+    plot(
+        sim_groups["output"],
+        "the GPU timeline of the finished run (which job held how many GPUs of each region when)",
+    )
 
-    def seeds_and_workers(p: argparse.ArgumentParser, default_seeds: int = 10) -> None:
+    def seeds_and_workers(p: Any, default_seeds: int = 10) -> None:
+        """``--seeds``, ``--workers``, ``--backend`` and ``--address``, added to ``p`` (a
+        parser or one of its groups)."""
         p.add_argument(
             "--seeds",
             default=str(default_seeds),
@@ -167,45 +244,64 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("scenarios", help="list the built-in scenarios")
     sub.add_parser("policies", help="list the registered policies")
 
-    def experiment(cmd: str, help_: str, default_policies: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(cmd, help=help_)
-        p.add_argument(
+    def experiment(
+        cmd: str, help_: str, default_policies: str, sweeps: bool = False
+    ) -> argparse.ArgumentParser:
+        """``compare``, ``sweep`` (``sweeps``: with ``--kind`` and ``--values``) or
+        ``ablation``, its flags in the world, policy, output and execution groups."""
+        kind = " [--kind KIND] [--values LIST]" if sweeps else ""
+        p = sub.add_parser(
+            cmd,
+            help=help_,
+            usage=f"%(prog)s [--scenario NAME|PATH]{kind}\n"
+            "       [world flags] [--policies LIST] [--out DIR] [--seeds N|LIST]\n"
+            "       [--workers N] [--backend {local,ray}] [--address ADDR]",
+        )
+        groups = _groups(p, "world", "policy", "output", "execution")
+        groups["world"].add_argument(
             "--scenario",
             default="paper",
             metavar="NAME|PATH",
             help="built-in scenario or file (default paper)",
         )
-        seeds_and_workers(p)
-        p.add_argument(
+        if sweeps:
+            groups["world"].add_argument(
+                "--kind",
+                default="all",
+                choices=[*SWEEPS, "all"],
+                help="which sweep: the world setting it varies (default all)",
+            )
+            groups["world"].add_argument(
+                "--values",
+                default=None,
+                metavar="LIST",
+                help="comma-separated values for one --kind (default: the paper's)",
+            )
+        world(groups["world"])
+        seeds_and_workers(groups["execution"])
+        groups["policy"].add_argument(
             "--policies",
             default=default_policies,
             metavar="LIST",
             help=f"comma-separated policy names or 'all' (default {default_policies}); saved "
             "models as algo:path, 'pretrained' for the agent shipped for the scenario's env",
         )
-        p.add_argument(
+        groups["output"].add_argument(
             "--out",
             default=f"out/{cmd}",
             metavar="DIR",
             help=f"output directory (default out/{cmd})",
         )
-        world(p)
         return p
 
     experiment(
         "compare", "every policy on the same seeds (the paper's Fig. 4)", ",".join(baseline_names())
     )
-    sweep = experiment(
-        "sweep", "sensitivity sweeps (the paper's Figs. 5-7)", ",".join(baseline_names())
-    )
-    sweep.add_argument(
-        "--kind", default="all", choices=[*SWEEPS, "all"], help="which sweep (default all)"
-    )
-    sweep.add_argument(
-        "--values",
-        default=None,
-        metavar="LIST",
-        help="comma-separated values for one --kind (default: the paper's)",
+    experiment(
+        "sweep",
+        "sensitivity sweeps (the paper's Figs. 5-7)",
+        ",".join(baseline_names()),
+        sweeps=True,
     )
     experiment(
         "ablation",
@@ -349,6 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="also write every episode and the summary as JSON to OUT ('-' for stdout)",
     )
+    plot(ev, "each policy's mean JCT with its 95%% interval, the reference marked")
     hr = sub.add_parser(
         "headroom",
         help="the rollout planner against an environment id's best heuristic on the same "
@@ -407,6 +504,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="also write the report as JSON to OUT ('-' for stdout)",
     )
+    plot(hr, "every heuristic's mean JCT and the planner's, the best heuristic marked")
     val = sub.add_parser(
         "validation",
         help="the performance model (Eq. 1 and its physical form) against 76 measured "

@@ -4,8 +4,10 @@ The environment copies what a frame needs into a :class:`RenderSnapshot` (plain 
 reference to the simulator or to the environment) with :func:`capture`; :func:`render_ansi`
 turns it into text and :func:`render_rgb` into a Gantt-style image, one band per region whose
 height is proportional to the region's GPU capacity. :func:`assign_slots` is the pure function
-that lays the jobs out on numbered GPU slots inside each band. This module knows nothing of the
-environment class.
+that lays the jobs out on numbered GPU slots inside each band. :func:`run_snapshot` makes the
+snapshot of a finished run from its records (every attempt of every job), and
+:func:`save_timeline` writes a snapshot's timeline as a PNG (``bacepipe simulate --plot``).
+This module knows nothing of the environment class.
 """
 
 from __future__ import annotations
@@ -13,17 +15,22 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ..core.cluster import Cluster
 from ..core.placement import Placement
+from ..core.records import RunResult
 from ..core.simulator import Simulator
 from ..core.units import SECONDS_PER_HOUR
 from ..errors import BacepipeError
+from ..outputs import save_figure
 
 __all__ = [
     "RGB_NEEDS_MATPLOTLIB",
+    "TIMELINE_NEEDS_MATPLOTLIB",
     "QueueRow",
     "RenderSnapshot",
     "RunningRow",
@@ -33,6 +40,8 @@ __all__ = [
     "render_ansi",
     "render_rgb",
     "rgb_available",
+    "run_snapshot",
+    "save_timeline",
     "snapshot",
 ]
 
@@ -40,6 +49,8 @@ K = TypeVar("K", bound=Hashable)
 
 #: The one-line error of ``rgb_array`` without matplotlib (the ``viz`` extra).
 RGB_NEEDS_MATPLOTLIB = "rendering rgb_array needs matplotlib: pip install 'bacepipe-env[viz]'"
+#: The one-line error of :func:`save_timeline` without matplotlib.
+TIMELINE_NEEDS_MATPLOTLIB = "the GPU timeline needs matplotlib: pip install 'bacepipe-env[viz]'"
 
 #: Figure size (inches) and resolution of :func:`render_rgb`: frames are 800 x 400 pixels.
 FIG_SIZE = (8.0, 4.0)
@@ -82,6 +93,8 @@ class TimelineEntry:
     """A started job (running or finished): GPUs per region index, start and finish (s).
 
     For a running job ``finish`` is the planned completion, later than the snapshot's time.
+    A job that ran more than once (restarted after a fault, preempted, resized) has one entry
+    per attempt in :func:`run_snapshot`'s timeline, all with its ``job_id``.
     """
 
     job_id: int
@@ -214,6 +227,43 @@ def capture(
         running=tuple(running),
         finished=finished,
         total_jobs=sim.n_jobs,
+        timeline=tuple(timeline),
+    )
+
+
+def run_snapshot(result: RunResult, cluster: Cluster) -> RenderSnapshot:
+    """The last frame of a finished run: ``result``'s records on ``cluster`` (the scenario's),
+    every attempt of every job as a :class:`TimelineEntry` (GPUs per region over all its
+    data-parallel copies), the time at the last finish, the queue empty and every GPU free.
+    The network utilisation it does not record is 0."""
+    k = cluster.n_regions
+    timeline: list[TimelineEntry] = []
+    for r in result.records:
+        runs = [(a.start, a.end, a.placement) for a in r.attempts] or [
+            (r.start_time, r.finish_time, r.placement)
+        ]
+        for start, end, placement in runs:
+            assert isinstance(placement, Placement)  # Attempt types it loosely
+            gpus = [0] * k
+            for region, n in placement.allocation.items():
+                gpus[region] += n
+            timeline.append(TimelineEntry(r.job_id, r.name, tuple(gpus), start, end))
+    timeline.sort(key=lambda e: (e.start, e.job_id))
+    n = len(result.records)
+    return RenderSnapshot(
+        scenario=result.scenario,
+        time=max((e.finish for e in timeline), default=0.0),
+        region_names=tuple(cluster.names),
+        capacity=tuple(cluster.capacity),
+        free=tuple(cluster.capacity),
+        prices=tuple(cluster.prices),
+        alpha=0.0,
+        queue=(),
+        n_pending=0,
+        max_queue=0,
+        running=(),
+        finished=n,
+        total_jobs=n,
         timeline=tuple(timeline),
     )
 
@@ -383,11 +433,33 @@ def render_rgb(snap: RenderSnapshot) -> np.ndarray:
     (or to the current time while it runs), one colour per job; a dashed line marks the current
     time. Needs matplotlib (the ``viz`` extra).
     """
+    fig = _timeline_figure(snap, None, RGB_NEEDS_MATPLOTLIB)
+    canvas: Any = fig.canvas  # backend_agg has no type hints
+    canvas.draw()
+    image: np.ndarray = np.asarray(canvas.buffer_rgba())[..., :3].copy()
+    fig.clear()
+    return image
+
+
+def save_timeline(snap: RenderSnapshot, path: str | Path, title: str | None = None) -> Path:
+    """Write :func:`render_rgb`'s timeline of ``snap`` to ``path`` as an 800 x 400 PNG, whole
+    or not at all (:func:`~bacepipe_env.outputs.save_figure`); ``title`` replaces the frame's
+    (time, network utilisation and job counts). Needs matplotlib (the ``viz`` extra)."""
+    fig = _timeline_figure(snap, title, TIMELINE_NEEDS_MATPLOTLIB)
+    try:
+        return save_figure(fig, path)
+    finally:
+        fig.clear()
+
+
+def _timeline_figure(snap: RenderSnapshot, title: str | None, needs: str) -> Any:
+    """The figure :func:`render_rgb` rasterises (an Agg canvas attached, not yet drawn);
+    ``needs`` is the one-line error without matplotlib."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as exc:
-        raise BacepipeError(RGB_NEEDS_MATPLOTLIB) from exc
+        raise BacepipeError(needs) from exc
 
     h = SECONDS_PER_HOUR
     now_h = snap.time / h
@@ -395,14 +467,15 @@ def render_rgb(snap: RenderSnapshot) -> np.ndarray:
     total = max(1, sum(caps))
     offsets = [sum(caps[:r]) for r in range(len(caps))]  # region 0 at the top (y inverted)
     entries = snap.timeline
-    runs = assign_slots(caps, {e.job_id: (e.start, e.finish, e.gpus) for e in entries})
+    # by entry, not job: a finished run's job has one entry per attempt
+    runs = assign_slots(caps, {i: (e.start, e.finish, e.gpus) for i, e in enumerate(entries)})
 
     x_max = max([now_h, *(min(e.finish, snap.time) / h for e in entries), 0.0])
     x_max = x_max * 1.02 if x_max > 0 else 1.0
-    legend = 0 < len(entries) <= MAX_LEGEND_JOBS
+    legend = 0 < len({e.job_id for e in entries}) <= MAX_LEGEND_JOBS
 
     fig = Figure(figsize=FIG_SIZE, dpi=FIG_DPI, facecolor="white")
-    canvas: Any = FigureCanvasAgg(fig)  # backend_agg has no type hints
+    FigureCanvasAgg(fig)  # attaches itself as fig.canvas
     left, right, bottom, top = 0.15, (0.80 if legend else 0.97), 0.12, 0.90
     fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top)
     ax = fig.add_subplot(1, 1, 1)
@@ -429,25 +502,27 @@ def render_rgb(snap: RenderSnapshot) -> np.ndarray:
     heights: list[float] = []
     colors: list[tuple[float, float, float]] = []
     handles = []
-    for e in entries:
+    listed: set[int] = set()
+    for i, e in enumerate(entries):
         color = palette[e.job_id % len(palette)]
         start_h = e.start / h
         width_h = max(0.0, min(e.finish, snap.time) / h - start_h)
         # At least a sliver, so a job that just started or ran briefly stays visible.
         width_h = max(width_h, MIN_BAR_PX / px_per_hour)
-        for r, first, n in runs[e.job_id]:
+        for r, first, n in runs[i]:
             ys.append(offsets[r] + first)
             heights.append(n)
             lefts.append(start_h)
             widths.append(width_h)
             colors.append(color)
-        if legend:
+        if legend and e.job_id not in listed:
             from matplotlib.patches import Patch
 
+            listed.add(e.job_id)
             handles.append(Patch(facecolor=color, edgecolor="none", label=e.name))
         # The job's name inside its biggest rectangle, when it fits.
-        if runs[e.job_id]:
-            r, first, n = max(runs[e.job_id], key=lambda run: run[2])
+        if runs[i]:
+            r, first, n = max(runs[i], key=lambda run: run[2])
             if width_h * px_per_hour > 7 * len(e.name) + 6 and n * px_per_slot > 11:
                 ax.text(
                     start_h + width_h / 2,
@@ -478,12 +553,13 @@ def render_rgb(snap: RenderSnapshot) -> np.ndarray:
     ax.set_ylim(total, 0)
     ax.set_xlabel("time (hours)", fontsize=8)
     ax.tick_params(axis="x", labelsize=8)
-    ax.set_title(
-        f"{snap.scenario}   t = {now_h:.2f} h   α = {snap.alpha:.3f}   "
-        f"done {snap.finished}/{snap.total_jobs}   running {len(snap.running)}   "
-        f"pending {snap.n_pending}",
-        fontsize=9,
-    )
+    if title is None:
+        title = (
+            f"{snap.scenario}   t = {now_h:.2f} h   α = {snap.alpha:.3f}   "
+            f"done {snap.finished}/{snap.total_jobs}   running {len(snap.running)}   "
+            f"pending {snap.n_pending}"
+        )
+    ax.set_title(title, fontsize=9)
     if handles:
         ax.legend(
             handles=handles,
@@ -498,7 +574,4 @@ def render_rgb(snap: RenderSnapshot) -> np.ndarray:
             columnspacing=0.8,
         )
 
-    canvas.draw()
-    image: np.ndarray = np.asarray(canvas.buffer_rgba())[..., :3].copy()
-    fig.clear()
-    return image
+    return fig

@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..core.preemption import check_preemption
 from ..core.validate import require_float, require_int
@@ -26,7 +27,7 @@ from ..outputs import save_figure, write_text
 from ..policies.registry import baseline_names
 from ..scenarios.loader import compile_scenario, load_scenario_spec
 from .experiments import check_policies, check_seeds, reference_policy
-from .plots import _pyplot
+from .plots import _pyplot, series_styles
 from .report_text import markdown_table, plus_minus, ratio_text, seeds_text, wrap_prose
 from .runner import RayBackend, RunGrid, RunSummary, check_workers, expand, run_all
 from .stats import Estimate, estimate
@@ -437,18 +438,28 @@ def _by_load(data: OnlineRuns) -> list[str]:
 
 
 def _chart(data: OnlineRuns, path: Path, what: str) -> Path:
+    """Write :func:`_figure`'s chart of ``what`` (``jct`` or ``cost``) to ``path``."""
+    plt = _pyplot()
+    fig = _figure(data, what)
+    save_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
+def _figure(data: OnlineRuns, what: str) -> Any:
     """Two panels against offered load, one line per policy: the metric's mean over the seeds
     (left) and its per-seed ratio to the reference with 95% CI bars (right; the lines are
-    nudged sideways so that the bars do not hide each other)."""
+    nudged sideways so that the bars do not hide each other). Every policy has its own
+    colour, line style and marker (:func:`~.plots.series_styles`)."""
     plt = _pyplot()
     metric, label = (_jct, "mean JCT (h)") if what == "jct" else (_cost, "total cost ($)")
     xs = list(data.loads)
     gaps = [b - a for a, b in zip(sorted(xs), sorted(xs)[1:])]
     nudge = 0.3 * (min(gaps) if gaps else 0.2) / max(1, len(data.policies))
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), dpi=120)
-    markers = "osD^v<>pPX*h"
+    styles = series_styles(len(data.policies))
     for i, p in enumerate(data.policies):
-        style = {"marker": markers[i % len(markers)], "markersize": 4, "linewidth": 1}
+        style = {**styles[i], "markersize": 4, "linewidth": 1}
         axes[0].plot(xs, [data.mean(x, p, metric) for x in xs], label=p, **style)
         es = [data.ratio(x, p, metric) for x in xs]
         shift = (i - (len(data.policies) - 1) / 2) * nudge
@@ -473,6 +484,4 @@ def _chart(data: OnlineRuns, path: Path, what: str) -> Path:
         f"{SCENARIO}: {data.n_jobs} jobs per episode, {len(data.seeds)} seeds", fontsize=10
     )
     fig.tight_layout(rect=(0.0, 0.0, 0.87, 1.0))
-    save_figure(fig, path)
-    plt.close(fig)
-    return path
+    return fig

@@ -1,16 +1,62 @@
-"""Charts in the style of the paper's Figs. 4-8 (matplotlib, imported only when drawing)."""
+"""Charts in the style of the paper's Figs. 4-8, and the mean-JCT charts of ``bacepipe
+evaluate --plot`` and ``bacepipe headroom --plot`` (matplotlib, imported only when drawing)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import BacepipeError
 from ..outputs import save_figure
+from .stats import estimate
 from .summary import PolicyStats
 
-__all__ = ["bar_chart", "grouped_bar_chart", "sweep_chart"]
+if TYPE_CHECKING:  # the reports' modules need nothing from here
+    from .evaluate import EvaluationReport
+    from .headroom import HeadroomReport
+
+__all__ = [
+    "bar_chart",
+    "evaluation_chart",
+    "grouped_bar_chart",
+    "headroom_chart",
+    "series_styles",
+    "sweep_chart",
+]
+
+#: matplotlib's ten default colours (tab10), named so that no style sheet changes them.
+TAB10 = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = "osD^v<>pPX*h"
+
+
+def series_styles(n: int) -> list[dict[str, str]]:
+    """Line styles for ``n`` series, all different: series ``i`` has colour ``i % 10``
+    (:data:`TAB10`), line style ``i // 10`` (solid, dashed, dotted, dash-dot, round again)
+    and marker ``i % 12``, so no two of the first 120 share all three (and no two of the
+    first 40 share colour and line style). Keys are ``plot``'s: ``color``, ``linestyle``,
+    ``marker``."""
+    return [
+        {
+            "color": TAB10[i % len(TAB10)],
+            "linestyle": LINESTYLES[(i // len(TAB10)) % len(LINESTYLES)],
+            "marker": MARKERS[i % len(MARKERS)],
+        }
+        for i in range(n)
+    ]
 
 
 def _pyplot() -> Any:
@@ -122,3 +168,89 @@ def grouped_bar_chart(
     save_figure(fig, path)
     plt.close(fig)
     return path
+
+
+#: A dot chart's plain rows, then its marked ones (colour, marker), in order of marking.
+_DOT = ("#4C72B0", "o")
+_MARKED = (("#d62728", "D"), ("#2ca02c", "s"))
+
+
+def _dot_chart(
+    rows: Sequence[tuple[str, float, float]],
+    path: str | Path,
+    title: str,
+    marks: Mapping[str, str],
+) -> Path:
+    """One row per ``(name, mean JCT h, 95% CI half-width)``, top to bottom: a dot at the
+    mean with a bar over its interval (none for a NaN half-width; no dot for a non-finite
+    mean). ``marks`` maps a row's name to what it is (``best heuristic``): such rows get
+    their own colour and marker and that note after their name, and a dashed line runs down
+    from the first one's mean."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.0, 1.4 + 0.3 * len(rows)), dpi=120)
+    ys = range(len(rows))
+    for y, (name, mean, ci) in zip(ys, rows):
+        if not math.isfinite(mean):
+            continue
+        order = list(marks).index(name) if name in marks else None
+        colour, marker = _DOT if order is None else _MARKED[order % len(_MARKED)]
+        ax.errorbar(
+            [mean],
+            [y],
+            xerr=None if math.isnan(ci) else [ci],
+            fmt=marker,
+            color=colour,
+            capsize=3,
+            markersize=6,
+        )
+    first = next((r for r in rows if r[0] in marks and math.isfinite(r[1])), None)
+    if first is not None:
+        ax.axvline(first[1], color="grey", linewidth=0.8, linestyle="--")
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels(
+        [f"{r[0]} ({marks[r[0]]})" if r[0] in marks else r[0] for r in rows], fontsize=8
+    )
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the first row at the top
+    ax.set_xlabel("mean JCT (h)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    save_figure(fig, path)
+    plt.close(fig)
+    return Path(path)
+
+
+def evaluation_chart(report: EvaluationReport, path: str | Path) -> Path:
+    """``bacepipe evaluate --plot``: each policy's mean average JCT over the episodes with its
+    95% interval (the table's ``avg JCT h`` column), one row per policy in the table's order,
+    the reference marked; written to ``path`` whole or not at all."""
+    rows = []
+    for p in report.policies:
+        jct = p.jct()
+        rows.append((p.name, jct.mean, jct.ci95))
+    lo, hi = report.seeds[0], report.seeds[-1]
+    title = f"{report.env_id}: {len(report.seeds)} episode(s), seeds {lo}..{hi}; mean ± 95% CI"
+    return _dot_chart(rows, path, title, {report.reference: "reference"})
+
+
+def headroom_chart(report: HeadroomReport, path: str | Path) -> Path:
+    """``bacepipe headroom --plot``: every heuristic's mean average JCT, best first, then the
+    planner's; the best heuristic and the planner marked, with 95% intervals over the
+    episodes (the report keeps only the other heuristics' means); written to ``path``."""
+    best, planned = estimate(report.best_jct_h), estimate(report.planner_jct_h)
+    rows = [
+        (
+            name,
+            best.mean if name == report.best else mean,
+            best.ci95 if name == report.best else math.nan,
+        )
+        for name, mean in sorted(report.heuristics.items(), key=lambda item: item[1])
+    ]
+    rows.append((report.planner, planned.mean, planned.ci95))
+    p, lo, hi = report.ratio
+    title = (
+        f"{report.env_id}: {len(report.seeds)} episode(s) of {report.n_jobs} jobs\n"
+        f"planner / best heuristic JCT {p:.3f} [{lo:.3f}, {hi:.3f}] (paired, 95%)"
+    )
+    marks = {report.best: "best heuristic", report.planner: "planner"}
+    return _dot_chart(rows, path, title, marks)

@@ -429,11 +429,17 @@ def policy_info(name: str) -> PolicyInfo:
             return _elastic_info(name)
         if load_plugins():  # an installed or named plugin may register it
             return policy_info(name)
+        import difflib
+
+        names = policy_names(include_oracles=True)
+        close = difflib.get_close_matches(name, names, n=1) if isinstance(name, str) else []
         raise ValidationError(
             "policy",
             name,
-            "unknown policy; choose from: "
-            + choices(policy_names(include_oracles=True), 60)
+            f"unknown policy; did you mean {close[0]!r}? (`bacepipe policies` lists them)"
+            if close
+            else "unknown policy; choose from: "
+            + choices(names, 60)
             + f", or {ROLLOUT_PREFIX}<one of them> (`bacepipe policies` lists them)",
         ) from None
 
@@ -456,6 +462,7 @@ def _rollout_info(name: str) -> PolicyInfo:
                 inner.placement,
                 inner.admission,
                 inner.preemption,
+                inner.elasticity,
                 settings=settings,
                 seed=seed,
                 base_ordering=base.make_ordering,
@@ -469,6 +476,7 @@ def _rollout_info(name: str) -> PolicyInfo:
             admission=base.admission,
             preemption=base.preemption,
             build=build,
+            elasticity=base.elasticity,
         )
     return got
 

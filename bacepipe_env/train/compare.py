@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +55,13 @@ __all__ = [
     "HEURISTICS",
     "HEURISTICS_DIR",
     "LAYOUT",
+    "best_first",
     "compare",
+    "evaluate_heuristic",
     "learned_runs",
     "main",
     "standing",
+    "write_heuristic",
 ]
 
 #: The paper's heuristics (the default of ``--policies`` before it became every heuristic of
@@ -201,25 +205,13 @@ def _compare(
     for (gid, kw_json, eval_seeds), group in groups.items():
         env_kwargs = json.loads(kw_json)
         steps = sorted(group["steps"]) or [0]
-        # with preempt actions a preemptive heuristic plays its rule itself
-        preempt = bool({**ENV_IDS.get(gid, {}), **env_kwargs}.get("preempt_window"))
         evaluated = []
         for policy in env_heuristics(gid) if policies is None else policies:
-            agent = make_agent(policy)
-            # its placement, admission rule and preemption rule
-            kwargs = {**env_kwargs, **agent_env_kwargs(policy, preempt_actions=preempt)}
-            env = gym.make(gid, **kwargs).unwrapped
-            results = evaluate(env, agent, list(eval_seeds))
-            values = _values(results)
-            evaluated.append((policy, agent.placement, values))
+            placement, values = evaluate_heuristic(gid, policy, env_kwargs, list(eval_seeds))
+            evaluated.append((policy, placement, values))
         run = logdir / HEURISTICS_DIR / names[(gid, kw_json, eval_seeds)]
-        # Best first (ties: the order evaluated): TensorBoard lists runs by start time and
-        # colours them by that place, so the best heuristics take the colours right after
-        # the learned runs' (see the module docstring).
-        for policy, placement, values in sorted(
-            evaluated, key=lambda e: float(np.mean(e[2]["avg_jct_h"]))
-        ):
-            _write_heuristic(
+        for policy, placement, values in best_first(evaluated):
+            write_heuristic(
                 run / run_component(policy), policy, placement, gid, eval_seeds, values, steps
             )
         rows = [
@@ -233,17 +225,42 @@ def _compare(
     return out
 
 
-def _write_heuristic(
+def evaluate_heuristic(
+    env_id: str, policy: str, env_kwargs: dict[str, Any], seeds: list[int]
+) -> tuple[str, dict[str, list[float]]]:
+    """Play the heuristic ``policy`` on the episodes of ``env_id`` (with ``env_kwargs``) reset
+    with ``seeds``, in the env its agent needs (its placement, admission, preemption and
+    elasticity rules, :func:`~bacepipe_env.envs.agents.agent_env_kwargs`; on an id with
+    preempt actions a preemptive heuristic plays its rule itself); returns its placement and
+    each tag's per-episode values."""
+    preempt = bool({**ENV_IDS.get(env_id, {}), **env_kwargs}.get("preempt_window"))
+    agent = make_agent(policy)
+    kwargs = {**env_kwargs, **agent_env_kwargs(policy, preempt_actions=preempt)}
+    env = gym.make(env_id, **kwargs).unwrapped
+    results = evaluate(env, agent, list(seeds))
+    return agent.placement, _values(results)
+
+
+def best_first(
+    evaluated: list[tuple[str, str, dict[str, list[float]]]],
+) -> list[tuple[str, str, dict[str, list[float]]]]:
+    """Heuristics' (policy, placement, values) in the order their runs are written: the lowest
+    mean JCT first (ties: the order given), so that the best take the colours right after the
+    learned runs' in TensorBoard's run list (see the module docstring)."""
+    return sorted(evaluated, key=lambda e: float(np.mean(e[2]["avg_jct_h"])))
+
+
+def write_heuristic(
     run_dir: Path,
     policy: str,
     placement: str,
     env_id: str,
-    eval_seeds: tuple[int, ...],
+    eval_seeds: Sequence[int],
     values: dict[str, list[float]],
-    steps: list[int],
-) -> None:
+    steps: Sequence[int],
+) -> Path:
     """One heuristic's run: an HParams session, the layout, and its held-out means as flat
-    lines at the learned runs' evaluation steps."""
+    lines at the learned runs' evaluation steps; returns the event file's path."""
     # An environment without carbon figures gets no carbon line (nor chart).
     logged = [t for t in _TAGS if not any(math.isnan(v) for v in values[t])]
     with ScalarWriter(run_dir) as writer:
@@ -266,6 +283,7 @@ def _write_heuristic(
         for step in steps:
             for tag in logged:
                 writer.add_scalar(f"eval/{tag}", float(np.mean(values[tag])), step)
+    return writer.path
 
 
 def _values(results: list[Any]) -> dict[str, list[float]]:

@@ -49,7 +49,10 @@ from .sb3 import ALGOS, SB3Agent, algo_class
 from .tricks import Curriculum, RelativeReward, RepeatArrivals
 
 __all__ = [
+    "EVAL_KEYS",
+    "EvalSchedule",
     "HeldOutEval",
+    "check_env_args",
     "check_geopipe_id",
     "error_line",
     "eval_seeds",
@@ -94,16 +97,23 @@ def check_geopipe_id(env_id: str) -> None:
 def check_env_settings(cfg: TrainConfig) -> None:
     """Build and reset the run's environment once; a mistake in ``env_id`` or ``env_kwargs``
     becomes a one-line BacepipeError naming the setting."""
-    check_geopipe_id(cfg.env_id)
+    check_env_args(cfg.env_id, cfg.resolved_env_kwargs(), cfg.seed)
+
+
+def check_env_args(env_id: str, env_kwargs: dict[str, Any], seed: int = 0) -> None:
+    """Build ``env_id`` with ``env_kwargs`` and reset it with ``seed`` once; a mistake in
+    either becomes a one-line BacepipeError naming the setting (``env_id: ...``,
+    ``env_kwargs: ...``): :func:`check_env_settings`' check, for any caller."""
+    check_geopipe_id(env_id)
     try:
-        env = make_env(cfg.env_id, **cfg.resolved_env_kwargs())
+        env = make_env(env_id, **env_kwargs)
     except BacepipeError as err:
         raise BacepipeError(f"env_kwargs: {err}") from None
     except (gym.error.Error, TypeError, ValueError) as err:
         setting = "env_id" if isinstance(err, gym.error.Error) else "env_kwargs"
         raise BacepipeError(f"{setting}: {err}") from None
     try:
-        env.reset(seed=cfg.seed)
+        env.reset(seed=seed)
     except (BacepipeError, TypeError, ValueError) as err:
         raise BacepipeError(f"env_kwargs: {err}") from None
     finally:
@@ -124,20 +134,98 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
     return gym.make(env_id, **kwargs)
 
 
-class HeldOutEval(BaseCallback):
-    """Evaluates the current model on the held-out seeds every ``cfg.eval_freq`` steps and
-    logs ``eval/avg_jct_h``, ``eval/total_cost_usd``, ``eval/carbon_kg``, ``eval/return`` and
-    ``eval/illegal_actions`` (means over the episodes), plus the hyperparameters once."""
+#: The held-out means logged at each evaluation (``eval/<key>``), in this order.
+EVAL_KEYS = ("avg_jct_h", "total_cost_usd", "carbon_kg", "return", "illegal_actions")
 
-    def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
+
+class EvalSchedule(BaseCallback):
+    """Plays the current model on the held-out ``seeds`` of ``env`` (unwrapped: no
+    truncation) at the schedule of ``bacepipe train learn`` and logs the means
+    ``eval/<key>`` of :data:`EVAL_KEYS` at that step through the model's logger.
+
+    The schedule: every ``eval_freq`` environment steps, and once more at the end of training
+    unless the last evaluation was at that step. ``on_policy`` learners (PPO-style, updating
+    between rollouts) are evaluated at the start of a rollout, right after an update, so every
+    evaluation is of a model as it was (or could have been) saved; others (DQN, updating as it
+    steps) at the step. Subclasses decide when the first evaluation is
+    (:meth:`_on_training_start`). ``algo`` names the model's learner for
+    :class:`~.sb3.SB3Agent` (``maskable_ppo`` plays with the action mask)."""
+
+    def __init__(
+        self,
+        env: gym.Env[Any, Any],
+        seeds: list[int],
+        env_kwargs: dict[str, Any],
+        *,
+        eval_freq: int,
+        algo: str,
+        on_policy: bool,
+    ) -> None:
         super().__init__()
-        self.cfg = cfg
-        self.run_dir = run_dir
-        self.env = make_eval_env(cfg)
-        self.seeds = eval_seeds(cfg)
+        self.env = env
+        self.seeds = seeds
+        self.env_kwargs = env_kwargs
+        self.eval_freq = eval_freq
+        self.algo = algo
+        self.on_policy = on_policy
         self.last_eval = -1
         self.history: list[dict[str, float]] = []
-        self.on_policy = cfg.algo != "dqn"  # PPO-style: updates between rollouts
+
+    def _on_step(self) -> bool:
+        if not self.on_policy and self.num_timesteps - max(self.last_eval, 0) >= self.eval_freq:
+            self.evaluate()  # DQN updates as it steps: any step is between updates
+        return True
+
+    def _on_rollout_start(self) -> None:
+        # PPO updates after each rollout: evaluate here, on the model an update just made, so
+        # that every row of eval.csv is a model that was (or could have been) saved
+        if self.on_policy and self.num_timesteps - max(self.last_eval, 0) >= self.eval_freq:
+            self.evaluate()
+
+    def _on_training_end(self) -> None:
+        # the model saved as model.zip: PPO's last evaluation was at a rollout start, before
+        # the last update; DQN's may have been at this very step
+        if self.last_eval != self.num_timesteps:
+            self.evaluate()
+
+    def evaluate(self) -> dict[str, float]:
+        """Run the held-out episodes now and log the means at the current step; returns the
+        row (``step`` and each key of :data:`EVAL_KEYS`), also kept in :attr:`history`."""
+        agent = SB3Agent(self.model, self.algo, "learned", self.env_kwargs)
+        results = evaluate(self.env, agent, self.seeds)
+        row = {
+            "step": float(self.num_timesteps),
+            "avg_jct_h": float(np.mean([r.avg_jct_h for r in results])),
+            "total_cost_usd": float(np.mean([r.total_cost_usd for r in results])),
+            "carbon_kg": float(np.mean([r.carbon_kg for r in results])),
+            "return": float(np.mean([r.episode_return for r in results])),
+            "illegal_actions": float(np.mean([r.illegal_actions for r in results])),
+        }
+        for key in EVAL_KEYS:
+            self.logger.record(f"eval/{key}", row[key])
+        self.logger.dump(self.num_timesteps)
+        self.history.append(row)
+        self.last_eval = self.num_timesteps
+        return row
+
+
+class HeldOutEval(EvalSchedule):
+    """Evaluates the current model on the held-out seeds every ``cfg.eval_freq`` steps and
+    logs ``eval/avg_jct_h``, ``eval/total_cost_usd``, ``eval/carbon_kg``, ``eval/return`` and
+    ``eval/illegal_actions`` (means over the episodes), plus the hyperparameters once; each
+    evaluation is also a row of ``run_dir/eval.csv``."""
+
+    def __init__(self, cfg: TrainConfig, run_dir: Path) -> None:
+        super().__init__(
+            make_eval_env(cfg),
+            eval_seeds(cfg),
+            cfg.resolved_env_kwargs(),
+            eval_freq=cfg.eval_freq,
+            algo=cfg.algo,
+            on_policy=cfg.algo != "dqn",  # PPO-style: updates between rollouts
+        )
+        self.cfg = cfg
+        self.run_dir = run_dir
 
     def _on_training_start(self) -> None:
         hp = {
@@ -162,39 +250,10 @@ class HeldOutEval(BaseCallback):
         else:  # resumed: keep the schedule of an uninterrupted run
             self.last_eval = _last_eval_step(self.run_dir / "eval.csv", self.num_timesteps)
 
-    def _on_step(self) -> bool:
-        if not self.on_policy and self.num_timesteps - max(self.last_eval, 0) >= self.cfg.eval_freq:
-            self.evaluate()  # DQN updates as it steps: any step is between updates
-        return True
-
-    def _on_rollout_start(self) -> None:
-        # PPO updates after each rollout: evaluate here, on the model an update just made, so
-        # that every row of eval.csv is a model that was (or could have been) saved
-        if self.on_policy and self.num_timesteps - max(self.last_eval, 0) >= self.cfg.eval_freq:
-            self.evaluate()
-
-    def _on_training_end(self) -> None:
-        # the model saved as model.zip: PPO's last evaluation was at a rollout start, before
-        # the last update; DQN's may have been at this very step
-        if self.last_eval != self.num_timesteps:
-            self.evaluate()
-
     def evaluate(self) -> dict[str, float]:
-        """Run the held-out episodes now and log the means at the current step."""
-        agent = SB3Agent(self.model, self.cfg.algo, "learned", self.cfg.resolved_env_kwargs())
-        results = evaluate(self.env, agent, self.seeds)
-        row = {
-            "step": float(self.num_timesteps),
-            "avg_jct_h": float(np.mean([r.avg_jct_h for r in results])),
-            "total_cost_usd": float(np.mean([r.total_cost_usd for r in results])),
-            "carbon_kg": float(np.mean([r.carbon_kg for r in results])),
-            "return": float(np.mean([r.episode_return for r in results])),
-            "illegal_actions": float(np.mean([r.illegal_actions for r in results])),
-        }
-        for key in ("avg_jct_h", "total_cost_usd", "carbon_kg", "return", "illegal_actions"):
-            self.logger.record(f"eval/{key}", row[key])
-        self.logger.dump(self.num_timesteps)
-        self.history.append(row)
+        """Run the held-out episodes now, log the means at the current step and append them
+        to ``eval.csv``."""
+        row = super().evaluate()
         path = self.run_dir / "eval.csv"
         new = not path.exists()
         fields = list(row) if new else _csv_header(path)  # a resumed run keeps its columns
@@ -203,7 +262,6 @@ class HeldOutEval(BaseCallback):
             if new:
                 writer.writeheader()
             writer.writerow(row)
-        self.last_eval = self.num_timesteps
         return row
 
 

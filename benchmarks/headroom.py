@@ -39,45 +39,52 @@ DOCS = ROOT / "docs" / "headroom.md"
 HELD_OUT = 2_000_000
 LOOKAHEADS = ("submitted", "announced:24", "clairvoyant")
 #: (env id, jobs per episode or None for the id's own, episodes, the planner's base or None
-#: for the id's best heuristic). The Online ids play 80-job episodes in every lookahead (a
-#: clairvoyant fork simulates every job still to come), and Online-v1 also its own 500-job
-#: episodes. On the calendar's id the planner also finishes its forks with `sjf+finish-aware`,
-#: which finds more room there than the best heuristic, `sjf+announce`, does as a base.
-ROWS: tuple[tuple[str, int | None, int, str | None], ...] = (
-    ("bacepipe_env/GeoPipe-v2", None, 50, None),
-    ("bacepipe_env/GeoPipe-Fig1-v2", None, 50, None),
-    ("bacepipe_env/GeoPipe-Random-v2", None, 50, None),
-    ("bacepipe_env/GeoPipe-Online-v1", 80, 20, None),
-    ("bacepipe_env/GeoPipe-Online-Preempt-v1", 80, 20, None),
-    ("bacepipe_env/GeoPipe-Online-Announced-v0", 80, 20, None),
-    ("bacepipe_env/GeoPipe-Online-Announced-v0", 80, 20, "sjf+finish-aware"),
-    ("bacepipe_env/GeoPipe-Online-Announced-Preempt-v0", 80, 20, None),
-    ("bacepipe_env/GeoPipe-Online-v1", None, 10, None),
+#: for the id's best heuristic, the planner's ``copies`` setting). The Online ids play 80-job
+#: episodes in every lookahead (a clairvoyant fork simulates every job still to come), and
+#: Online-v1 also its own 500-job episodes. On the calendar's id the planner also finishes its
+#: forks with `sjf+finish-aware`, which finds more room there than the best heuristic,
+#: `sjf+announce`, does as a base. On the elastic id the planner also plays without choosing
+#: counts of copies (`copies=default`): the difference is what that decision is worth.
+ROWS: tuple[tuple[str, int | None, int, str | None, str], ...] = (
+    ("bacepipe_env/GeoPipe-v2", None, 50, None, "all"),
+    ("bacepipe_env/GeoPipe-Fig1-v2", None, 50, None, "all"),
+    ("bacepipe_env/GeoPipe-Random-v2", None, 50, None, "all"),
+    ("bacepipe_env/GeoPipe-Online-v1", 80, 20, None, "all"),
+    ("bacepipe_env/GeoPipe-Online-Preempt-v1", 80, 20, None, "all"),
+    ("bacepipe_env/GeoPipe-Online-Announced-v0", 80, 20, None, "all"),
+    ("bacepipe_env/GeoPipe-Online-Announced-v0", 80, 20, "sjf+finish-aware", "all"),
+    ("bacepipe_env/GeoPipe-Online-Announced-Preempt-v0", 80, 20, None, "all"),
+    ("bacepipe_env/GeoPipe-Online-v1", None, 10, None, "all"),
+    ("bacepipe_env/GeoPipe-Online-Elastic-v0", 80, 20, None, "all"),
+    ("bacepipe_env/GeoPipe-Online-Elastic-v0", 80, 20, None, "default"),
 )
 
 
 def _task(
-    env_id: str, n_jobs: int | None, episodes: int, base: str | None, lookahead: str
+    env_id: str, n_jobs: int | None, episodes: int, base: str | None, copies: str, lookahead: str
 ) -> dict[str, Any]:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     start = time.process_time()
-    report = run_headroom(env_id, episodes, HELD_OUT, base=base, lookahead=lookahead, n_jobs=n_jobs)
+    report = run_headroom(
+        env_id, episodes, HELD_OUT, base=base, lookahead=lookahead, n_jobs=n_jobs, copies=copies
+    )
     row = json.loads(report.to_json())
     row["cpu_s"] = time.process_time() - start
-    row["key"] = _key(env_id, n_jobs, base, lookahead)
+    row["key"] = _key(env_id, n_jobs, base, copies, lookahead)
     return row
 
 
-def _key(env_id: str, n_jobs: int | None, base: str | None, lookahead: str) -> str:
-    return f"{env_id}|{n_jobs}|{base}|{lookahead}"
+def _key(env_id: str, n_jobs: int | None, base: str | None, copies: str, lookahead: str) -> str:
+    tail = "" if copies == "all" else f"|copies={copies}"
+    return f"{env_id}|{n_jobs}|{base}|{lookahead}{tail}"
 
 
 def run(workers: int, only: str | None) -> None:
     """Every row x lookahead (or those of the ids containing ``only``, the others kept from
     the last run), ``workers`` processes; writes RESULTS in the order of ROWS."""
     tasks = [
-        (env_id, n, eps, base, la)
-        for env_id, n, eps, base in ROWS
+        (env_id, n, eps, base, copies, la)
+        for env_id, n, eps, base, copies in ROWS
         for la in LOOKAHEADS
         if only is None or only in env_id
     ]
@@ -88,7 +95,7 @@ def run(workers: int, only: str | None) -> None:
         for row in pool.map(_task, *zip(*tasks)):
             done[row["key"]] = row
             bar.update()
-    keys = [_key(e, n, b, la) for e, n, _, b in ROWS for la in LOOKAHEADS]
+    keys = [_key(e, n, b, c, la) for e, n, _, b, c in ROWS for la in LOOKAHEADS]
     rows = [done[k] for k in keys if k in done]
     data = {
         "version": __version__,
@@ -105,7 +112,8 @@ def run(workers: int, only: str | None) -> None:
 
 
 def _base(planner: str) -> str:
-    return planner.removeprefix("rollout:").split(",")[0]
+    base = planner.removeprefix("rollout:").split(",")[0]
+    return base + (" (default copies only)" if "copies=default" in planner else "")
 
 
 def _ci(v: list[float]) -> str:

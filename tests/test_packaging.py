@@ -33,6 +33,7 @@ IDS = (
     "bacepipe_env/GeoPipe-Online-Preempt-v1",
     "bacepipe_env/GeoPipe-Online-Announced-v0",
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0",
+    "bacepipe_env/GeoPipe-Online-Elastic-v0",
 )
 
 

@@ -26,12 +26,12 @@ Settings are written after the name: ``greedy:min_gain=0.1,min_run_h=1``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ValidationError
+from .rule_specs import Setting, make_rule, spec_name
 from .units import SECONDS_PER_HOUR
 
 __all__ = [
@@ -141,12 +141,7 @@ class GreedyElasticity:
     @property
     def name(self) -> str:
         """``greedy`` with its non-default settings, as ``make_elasticity`` reads it."""
-        parts = []
-        if self.min_gain != GreedyElasticity.min_gain:
-            parts.append(f"min_gain={self.min_gain:g}")
-        if self.min_run_s != GreedyElasticity.min_run_s:
-            parts.append(f"min_run_h={self.min_run_s / SECONDS_PER_HOUR:g}")
-        return "greedy" + (":" + ",".join(parts) if parts else "")
+        return spec_name("greedy", self, GREEDY_SETTINGS)
 
     def choose(self, view: ElasticView) -> tuple[int, int] | None:
         """The shrink that admits a pending job at the least cost per GPU, else the grow with
@@ -183,50 +178,24 @@ class GreedyElasticity:
         return best[1], next(j.replicas + 1 for j in ready if j.job_id == best[1])
 
 
+GREEDY_SETTINGS = (
+    Setting("min_gain", "min_gain", 1.0, 0.0, 10.0),
+    Setting("min_run_h", "min_run_s", SECONDS_PER_HOUR, 0.0, 1e6),
+)
+_RULES: dict[str, tuple[type[Any], tuple[Setting, ...]]] = {
+    "none": (NoElasticity, ()),
+    "greedy": (GreedyElasticity, GREEDY_SETTINGS),
+}
 _NONE = NoElasticity()
 #: The rule names, in the order the docs list them.
-ELASTICITY_RULES: tuple[str, ...] = ("none", "greedy")
-_SETTINGS = {"min_gain": ("min_gain", 1.0, 0.0, 10.0), "min_run_h": ("min_run_s", 3600.0, 0.0, 1e6)}
+ELASTICITY_RULES: tuple[str, ...] = tuple(_RULES)
 
 
 def make_elasticity(rule: str | ElasticityRule | None, *, field: str = "elasticity") -> Any:
     """An elasticity rule by spec (``none``, ``greedy``, with settings after a colon:
     ``greedy:min_gain=0.1,min_run_h=1``), or the object itself; None is ``none``. A one-line
     ValidationError names ``field`` for anything else."""
-    if rule is None or rule == "none":
-        return _NONE
-    if not isinstance(rule, str):
-        if not callable(getattr(rule, "choose", None)) or not isinstance(
-            getattr(rule, "name", None), str
-        ):
-            raise ValidationError(field, rule, "must have a name and a choose(view) method")
-        return rule
-    name, _, given = rule.strip().partition(":")
-    if name not in ELASTICITY_RULES:
-        raise ValidationError(
-            field, rule, f"unknown rule; choose from: {', '.join(ELASTICITY_RULES)}"
-        )
-    if name == "none":
-        if given.strip():
-            raise ValidationError(field, rule, "none takes no settings")
-        return _NONE
-    values: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in given.split(","))):
-        key, eq, raw = part.partition("=")
-        setting = _SETTINGS.get(key.strip())
-        if setting is None or not eq:
-            raise ValidationError(
-                field, rule, f"greedy takes key=value settings from: {', '.join(_SETTINGS)}"
-            )
-        attr, scale, low, high = setting
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ValidationError(field, rule, f"{key.strip()} must be a number") from None
-        if not (math.isfinite(value) and low <= value <= high):
-            raise ValidationError(field, rule, f"{key.strip()} must be in [{low:g}, {high:g}]")
-        values[attr] = value * scale
-    return GreedyElasticity(**values)
+    return make_rule(rule, _RULES, _NONE, field)
 
 
 def check_elasticity(rule: Any, *, field: str = "elasticity") -> str:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ValidationError
+from .rule_specs import Setting, make_rule, spec_name
 from .units import SECONDS_PER_HOUR
 
 __all__ = [
@@ -243,7 +244,7 @@ class SRTFPreemption:
     @property
     def name(self) -> str:
         """``srtf`` with its non-default settings, as ``make_preemption`` reads it."""
-        return _spec("srtf", self, SRTF_SETTINGS)
+        return spec_name("srtf", self, SRTF_SETTINGS)
 
     def choose(self, view: PreemptionView) -> int | None:
         """The first victim, by remaining time, that a short enough pending job can replace."""
@@ -273,7 +274,7 @@ class LASPreemption:
     @property
     def name(self) -> str:
         """``las`` with its non-default settings, as ``make_preemption`` reads it."""
-        return _spec("las", self, LAS_SETTINGS)
+        return spec_name("las", self, LAS_SETTINGS)
 
     def choose(self, view: PreemptionView) -> int | None:
         """The victim with the most attained service that a low-service pending job replaces."""
@@ -294,27 +295,15 @@ class LASPreemption:
         return None
 
 
-@dataclass(frozen=True)
-class _Setting:
-    """A rule setting as written in a spec (``min_run_h``) and its field (``min_run_s``)."""
-
-    key: str
-    field: str
-    scale: float  # field units per spec unit
-    low: float
-    high: float
-    open_low: bool = False
-
-
 SRTF_SETTINGS = (
-    _Setting("factor", "factor", 1.0, 1.0, 1000.0),
-    _Setting("min_run_h", "min_run_s", SECONDS_PER_HOUR, 0.0, 1e6),
+    Setting("factor", "factor", 1.0, 1.0, 1000.0),
+    Setting("min_run_h", "min_run_s", SECONDS_PER_HOUR, 0.0, 1e6),
 )
 LAS_SETTINGS = (
-    _Setting("threshold_gpu_h", "threshold_gpu_s", SECONDS_PER_HOUR, 0.0, 1e9),
-    _Setting("min_run_h", "min_run_s", SECONDS_PER_HOUR, 0.0, 1e6),
+    Setting("threshold_gpu_h", "threshold_gpu_s", SECONDS_PER_HOUR, 0.0, 1e9),
+    Setting("min_run_h", "min_run_s", SECONDS_PER_HOUR, 0.0, 1e6),
 )
-_RULES: dict[str, tuple[type[Any], tuple[_Setting, ...]]] = {
+_RULES: dict[str, tuple[type[Any], tuple[Setting, ...]]] = {
     "none": (NoPreemption, ()),
     "srtf": (SRTFPreemption, SRTF_SETTINGS),
     "las": (LASPreemption, LAS_SETTINGS),
@@ -324,50 +313,11 @@ _NONE = NoPreemption()  # stateless: one for every simulator
 PREEMPTION_RULES: tuple[str, ...] = tuple(_RULES)
 
 
-def _spec(name: str, rule: object, settings: tuple[_Setting, ...]) -> str:
-    default = type(rule)()
-    parts = [
-        f"{s.key}={getattr(rule, s.field) / s.scale:g}"
-        for s in settings
-        if getattr(rule, s.field) != getattr(default, s.field)
-    ]
-    return name + (":" + ",".join(parts) if parts else "")
-
-
 def make_preemption(rule: str | PreemptionRule | None, *, field: str = "preemption") -> Any:
     """A preemption rule by spec (``none``, ``srtf``, ``las``, with settings after a colon:
     ``srtf:factor=3,min_run_h=0.5``), or the object itself; None is ``none``. A one-line
     ValidationError names ``field`` for anything else."""
-    if rule is None or rule == "none":
-        return _NONE
-    if not isinstance(rule, str):
-        if not callable(getattr(rule, "choose", None)) or not isinstance(
-            getattr(rule, "name", None), str
-        ):
-            raise ValidationError(field, rule, "must have a name and a choose(view) method")
-        return rule
-    name, _, given = rule.strip().partition(":")
-    if name not in _RULES:
-        raise ValidationError(field, rule, f"unknown rule; choose from: {', '.join(_RULES)}")
-    cls, settings = _RULES[name]
-    by_key = {s.key: s for s in settings}
-    values: dict[str, float] = {}
-    for part in filter(None, (p.strip() for p in given.split(","))):
-        key, eq, raw = part.partition("=")
-        setting = by_key.get(key.strip())
-        if setting is None or not eq:
-            known = ", ".join(by_key) if by_key else "none"
-            raise ValidationError(field, rule, f"{name} takes key=value settings from: {known}")
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ValidationError(field, rule, f"{setting.key} must be a number") from None
-        if not (math.isfinite(value) and setting.low <= value <= setting.high):
-            raise ValidationError(
-                field, rule, f"{setting.key} must be in [{setting.low:g}, {setting.high:g}]"
-            )
-        values[setting.field] = value * setting.scale
-    return cls(**values)
+    return make_rule(rule, _RULES, _NONE, field)
 
 
 def check_preemption(rule: Any, *, field: str = "preemption") -> str:

@@ -87,15 +87,18 @@ AGENT_PLACEMENTS: dict[str, str] = {
 
 def agent_env_kwargs(name: str, *, preempt_actions: bool = False) -> dict[str, str]:
     """The env arguments the agent of policy ``name`` needs: its placement, for a waiting
-    heuristic its admission rule (the env then declines what the rule declines) and, for a
-    preemptive one, its preemption rule (the env's simulator applies it), unless
-    ``preempt_actions``: on an env with preempt actions the agent plays the rule itself."""
+    heuristic its admission rule (the env then declines what the rule declines), for a
+    preemptive one its preemption rule (the env's simulator applies it), unless
+    ``preempt_actions``: on an env with preempt actions the agent plays the rule itself, and
+    for an elastic one (``+elastic``) its elasticity rule (the env's simulator applies it)."""
     out = {"placement": agent_placement(name)}
     info = policy_info(name)
     if info.admission is not None:
         out["admission"] = info.admission
     if info.preemption is not None and not preempt_actions:
         out["preemption"] = info.preemption
+    if info.elasticity is not None:
+        out["elasticity"] = info.elasticity
     return out
 
 
@@ -139,15 +142,24 @@ class HeuristicAgent:
         self._env = env
         return self
 
-    def act(self, queue: QueueSnapshot, mask: Any, preemption: Any = None) -> int:
-        """The slot this policy's ordering picks among the legal ones (``mask``); at a decision
-        to preempt (``preemption``, the env's
+    def act(
+        self,
+        queue: QueueSnapshot,
+        mask: Any,
+        preemption: Any = None,
+        slot_actions: Sequence[int] | None = None,
+    ) -> int:
+        """The slot this policy's ordering picks among the legal ones (``mask``), as the action
+        that places its job with its default copies (``slot_actions``, the env's; the slot
+        itself without replica actions); at a decision to preempt (``preemption``, the env's
         :class:`~bacepipe_env.envs.features.PreemptionWindow`), the preempt action of the job
         its rule chooses, else the wait."""
         legal_mask = np.asarray(mask, dtype=bool)
-        legal = [i for i in np.flatnonzero(legal_mask).tolist() if i < len(queue)]
+        if slot_actions is None:
+            slot_actions = range(len(queue))
+        legal = [i for i, a in enumerate(slot_actions) if legal_mask[a]]
         if legal:
-            return int(self.ordering.pick(queue, legal))
+            return int(slot_actions[int(self.ordering.pick(queue, legal))])
         view = getattr(preemption, "view", None)
         if view is not None and self.preemption is not None:
             victim = self.preemption.choose(view)
@@ -169,7 +181,9 @@ class HeuristicAgent:
         ``info`` (the env's last info dict) it reads ``info["queue"]`` and the mask there;
         otherwise it reads them from the bound env."""
         if info is not None:
-            action = self.act(info["queue"], info["action_mask"], info.get("preemption"))
+            action = self.act(
+                info["queue"], info["action_mask"], info.get("preemption"), info.get("slot_actions")
+            )
             return np.asarray(action), None
         env = self._env
         if env is None:
@@ -180,16 +194,20 @@ class HeuristicAgent:
             queues = env.get_attr("queue_snapshot")
             masks = env.env_method("action_masks")
             windows = env.get_attr("preemption_window")
-            acts = [self.act(q, m, w) for q, m, w in zip(queues, masks, windows)]
+            slots = env.get_attr("slot_actions")
+            acts = [self.act(*args) for args in zip(queues, masks, windows, slots)]
             return np.array(acts), None
         if hasattr(env, "envs"):  # a Gymnasium SyncVectorEnv
             inner = [e.unwrapped for e in env.envs]
             acts = [
-                self.act(e.queue_snapshot, e.action_masks(), e.preemption_window) for e in inner
+                self.act(e.queue_snapshot, e.action_masks(), e.preemption_window, e.slot_actions)
+                for e in inner
             ]
             return np.array(acts), None
         base = env.unwrapped
-        action = self.act(base.queue_snapshot, base.action_masks(), base.preemption_window)
+        action = self.act(
+            base.queue_snapshot, base.action_masks(), base.preemption_window, base.slot_actions
+        )
         return np.asarray(action), None
 
 
@@ -261,14 +279,17 @@ class RolloutAgent:
     def act(self, env: Any) -> int:
         """The action the planner takes at ``env``'s current decision."""
         sim, mask = env.sim, env.action_masks()
-        queue, window, q = env.queue_snapshot, env.preemption_window, env.max_queue
+        queue, window, q = env.queue_snapshot, env.preemption_window, env.n_place
         can_wait = bool(len(mask) > q and mask[q])
-        slots = [i for i in np.flatnonzero(mask).tolist() if i < len(queue)]
+        slots = [i for i, a in enumerate(env.slot_actions) if mask[a]]
         planner = self.planner
         if slots:
             jobs = [queue.job_ids[i] for i in slots]
-            kind, job = planner.best(sim, planner.placement_actions(sim, jobs, can_wait), self.rule)
-            return int(queue.job_ids.index(job)) if kind == "place" else int(q)
+            actions = planner.placement_actions(sim, jobs, can_wait)
+            chosen = planner.best(sim, env.playable(actions), self.rule)
+            if chosen[0] != "place":
+                return int(q)
+            return int(env.place_action(queue.job_ids.index(chosen[1]), *chosen[2:]))
         view = getattr(window, "view", None)
         if view is not None:
             options = [j for j in window.job_ids if mask[window.action(j)]]
@@ -277,7 +298,7 @@ class RolloutAgent:
             actions = [a for a in actions if a[0] != "preempt" or a[1] in options] or [
                 ("decline", -1)
             ]
-            kind, job = planner.best(sim, actions, self.rule)
+            kind, job = planner.best(sim, actions, self.rule)[:2]
             if kind == "preempt":
                 return int(window.action(job))
         return q if can_wait else int(np.flatnonzero(mask)[0])

@@ -24,6 +24,7 @@ from ..scenarios.loader import list_scenarios
 
 __all__ = [
     "ENTRY_KNOBS",
+    "MAX_REPLICA_CHOICES",
     "RESET_OPTIONS",
     "FixedScenario",
     "ObsScales",
@@ -310,6 +311,8 @@ def _shared_sampler(source: str, key: tuple[tuple[str, type, Any], ...]) -> Scen
 #: The largest window and region padding an env takes: its arrays are ``max_queue`` rows and
 #: ``max_regions`` squared cells, allocated at construction.
 MAX_QUEUE, MAX_REGIONS = 100_000, 1_024
+#: The most counts of data-parallel copies an env's actions may offer per job (``replica_choices``).
+MAX_REPLICA_CHOICES = 64
 
 
 def resolve_max_regions(max_regions: int | None, generator: object) -> int:

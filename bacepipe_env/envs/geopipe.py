@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..core.admission import AdmissionRule, make_admission
+from ..core.elasticity import ElasticityRule, make_elasticity
 from ..core.preemption import PreemptionRule, make_preemption
 from ..core.scenario import Scenario
 from ..core.simulator import PlacementPolicy, Simulator
@@ -25,6 +26,7 @@ from ..errors import ValidationError
 from . import config as cfg
 from . import features
 from .config import ObsScales, RewardConfig, ScenarioSource, make_placement
+from .copies import copy_options, default_copies
 from .features import (
     QUEUE_FEATURES,
     REGION_FEATURES,
@@ -78,10 +80,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
     placement policy) decides where. Rewarded on average JCT and electricity cost (and, with
     a ``carbon_weight``, emissions).
 
-    - **Action**: ``Discrete(max_queue)`` (``+ 1`` with ``allow_wait``, ``+ preempt_window``
-      with preempt actions): a slot of the visible window, the first ``max_queue`` candidates
-      in submission order; then the action that waits (there with ``allow_wait`` or preempt
-      actions); then one per slot of the preemption window, which preempts that running job.
+    - **Action**: ``Discrete(max_queue)`` (``* replica_choices`` with copy counts, ``+ 1``
+      with ``allow_wait``, ``+ preempt_window`` with preempt actions): a slot of the visible
+      window, the first ``max_queue`` candidates in submission order (with each count of
+      copies); then the action that waits (there with ``allow_wait`` or preempt actions); then
+      one per slot of the preemption window, which preempts that running job.
     - **Observation**: the arrays of :data:`~.features.FEATURES` and ``action_mask``, as a Dict
       or flattened into one Box. **Reward**: ``reward(RewardTerms)`` once per step.
     - **Episode end**: terminated once every job has finished; the registered ids truncate
@@ -114,6 +117,14 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             first ``N`` jobs announced but not yet submitted (the scenario's ``announce_h``
             calendar, a scenario knob; :meth:`~bacepipe_env.core.simulator.Simulator.announced`),
             one row each. 0 (the default) keeps the ids' spaces.
+        elasticity: ``"none"``, ``"greedy"`` (with settings) or a rule (default: the
+            scenario's): the simulator resizes running jobs' data-parallel copies by it at the
+            end of every scheduling pass, as for a policy of the simulator (semantics §3f).
+        replica_choices: with ``R > 0`` the agent also picks how many data-parallel copies of
+            its pipeline a job starts with (1 .. R, semantics §3e): ``R`` place actions per
+            slot (action ``slot * R + d - 1``), masked to the counts in the job's range that
+            get a placement now, and the observation adds the ``replicas`` array. 0 (the
+            default) starts every job with its ``min_replicas`` and keeps the ids' spaces.
         max_queue: the visible window of candidates (the action space; None: the generator's
             ``max_jobs``, a window no queue can outgrow); ``max_regions``: the
             region axis' padding (default: the generator's).
@@ -171,6 +182,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         preempt_window: int = 0,
         preempt_wake_h: float = 1.0,
         announce_window: int = 0,
+        elasticity: str | ElasticityRule | None = None,
+        replica_choices: int = 0,
         info: str = "lean",
         max_steps: int | None = None,
         render_mode: str | None = None,
@@ -191,6 +204,14 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             announce_window,
             minimum=0,
             maximum=cfg.MAX_QUEUE,
+            exc=ValidationError,
+        )
+        self.elasticity = None if elasticity is None else make_elasticity(elasticity)
+        self.replica_choices = require_int(
+            "replica_choices",
+            replica_choices,
+            minimum=0,
+            maximum=cfg.MAX_REPLICA_CHOICES,
             exc=ValidationError,
         )
         if self.preempt_window and self.preemption is not None and self.preemption.name != "none":
@@ -228,6 +249,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             enabled += ("preempt_window",)
         if self.announce_window:
             enabled += ("announce_window",)
+        if self.replica_choices:
+            enabled += ("replica_choices",)
         self.info_level = cfg.require_choice("info", info, INFO_LEVELS)
         self._full_info = self.info_level == "full"
         if max_steps is not None:
@@ -239,13 +262,16 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self.render_mode = cfg.require_choice("render_mode", render_mode, (None, *RENDER_MODES))
 
         q, kk, w = self.max_queue, self.max_regions, self.preempt_window
-        # the wait also declines a preemption: with preempt actions it is there either way
-        self.n_actions = q + (1 if allow_wait or w else 0) + w
+        r = self.replica_choices
+        # one action per slot, or per slot and count of copies; the wait after them also
+        # declines a preemption: with preempt actions it is there either way
+        self.n_place = q * max(1, r)
+        self.n_actions = self.n_place + (1 if allow_wait or w else 0) + w
         self.action_space = spaces.Discrete(self.n_actions)
         a = self.announce_window
-        self._dict_space = features.observation_space(q, kk, self.n_actions, enabled, w, a)
+        self._dict_space = features.observation_space(q, kk, self.n_actions, enabled, w, a, r)
         self.observation_space = features.layout_space(self._dict_space, observation)
-        self.encoder = features.ObservationEncoder(q, kk, self.scales, enabled, w, a)
+        self.encoder = features.ObservationEncoder(q, kk, self.scales, enabled, w, a, r)
         self.previewer = PlacementPreviewer(self.placement)
         self.scenario: Scenario | None = None
         self.sim: Simulator | None = None
@@ -269,6 +295,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             preemption=self.preemption,
             preemption_decisions=self.preempt_window > 0,
             preemption_wake_s=self.preempt_wake_s,
+            elasticity=self.elasticity,
         )
         self.encoder.start(scenario)
         self._meter = RewardMeter(scenario)
@@ -292,14 +319,17 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             if not self._warned_illegal:
                 self._warned_illegal = True
                 gym.logger.warn(_ILLEGAL_WARNING)
-        if a == self.max_queue:
+        if a == self.n_place:
             sim.defer()
-        elif a > self.max_queue:
+        elif a > self.n_place:
             assert self._preemption is not None
-            sim.preempt(self._preemption.job_ids[a - self.max_queue - 1])
+            sim.preempt(self._preemption.job_ids[a - self.n_place - 1])
+        elif self.replica_choices:
+            slot, c = divmod(a, self.replica_choices)
+            sim.place(self._queue.job_ids[slot], self._copies[slot][c])
         else:
-            pv = self._previews[a]
-            sim.place(self._queue.job_ids[a], None if pv is None else pv.placement)
+            job = self._queue.job_ids[a]
+            sim.place(job, default_copies(sim, job, self._previews[a]))
         self._steps += 1
         self._next_decision()
         terms = self._meter(sim, illegal)
@@ -334,6 +364,30 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         return self._preemption
 
     @property
+    def slot_actions(self) -> tuple[int, ...]:
+        """Per slot of the window, the action that places its job with its default count of
+        data-parallel copies (``min_replicas``): the slot itself without ``replica_choices``."""
+        self._require_sim()
+        r = self.replica_choices
+        if not r:
+            return tuple(range(len(self._queue)))
+        sim = self._require_sim()
+        return tuple(i * r + sim.replica_range(j)[0] - 1 for i, j in enumerate(self._queue.job_ids))
+
+    def place_action(self, slot: int, copies: int | None = None) -> int:
+        """The action that places the job of window slot ``slot`` with ``copies`` data-parallel
+        copies (None: its default); without ``replica_choices`` only the default exists."""
+        if copies is None or not self.replica_choices:
+            return self.slot_actions[slot]
+        return slot * self.replica_choices + copies - 1
+
+    def playable(self, actions: list[Any]) -> list[Any]:
+        """The planner actions (``("place", job, copies)`` ...) this env's action space can
+        express: a count of copies only with ``replica_choices``, at most that many."""
+        r = self.replica_choices
+        return [a for a in actions if len(a) < 3 or (r and a[2] <= r)]
+
+    @property
     def queue_snapshot(self) -> QueueSnapshot:
         """The visible window of this decision as a typed snapshot (also ``info["queue"]``)."""
         self._require_sim()
@@ -365,7 +419,9 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         mask = np.zeros(self.n_actions, dtype=np.int8)
         window: tuple[int, ...] = ()
         previews: list[Preview | None] = []
+        copies: list[list[Any]] = []
         preempting: PreemptionWindow | None = None
+        r = self.replica_choices
         while (candidates := sim.next_decision()) is not None:
             if not candidates:  # the end of a pass where a preemption lets a job start
                 preempting = self._preemption_decision(sim, mask)
@@ -379,26 +435,31 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
                 mask[: len(window)] = 1
                 break
             previews = self.previewer(sim, window)
-            legal = [pv is not None for pv in previews]
+            if r:  # one action per slot and count of copies
+                copies = copy_options(sim, window, previews, r)
+                legal = [p is not None for row in copies for p in row]
+            else:
+                legal = [default_copies(sim, j, pv) is not None for j, pv in zip(window, previews)]
             if True in legal:
                 mask[: len(legal)] = legal
                 break
             sim.decline(window)  # nothing visible can start: it waits for the next event
-            window, previews = (), []
+            window, previews, copies = (), [], []
         if sim.has_future_events and (preempting or (window and self.allow_wait)):
-            mask[self.max_queue] = 1
+            mask[self.n_place] = 1
         if self.preempt_window and preempting is None and not sim.done:
             running = sim.running[: self.preempt_window]
-            preempting = PreemptionWindow(running, self.max_queue + 1)
+            preempting = PreemptionWindow(running, self.n_place + 1)
         self._queue = QueueSnapshot.from_view(sim, window)
         self._previews, self._mask, self._preemption = previews, mask, preempting
+        self._copies = copies
 
     def _preemption_decision(self, sim: Simulator, mask: np.ndarray) -> PreemptionWindow | None:
         """The window of a decision to preempt, its legal slots set in ``mask``; None when
         no job of the window has a beneficiary."""
         view = sim.preemption_view().materialize()
         running = sim.running[: self.preempt_window]
-        first = self.max_queue + 1
+        first = self.n_place + 1
         legal = [i for i, job in enumerate(running) if view.beneficiaries(job)]
         if not legal:
             return None
@@ -407,7 +468,9 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
 
     def _observe(self, sim: Simulator) -> Any:
         obs = self.encoder.encode(
-            Decision(sim, self._queue, self._previews, self.previewer, self._preemption)
+            Decision(
+                sim, self._queue, self._previews, self.previewer, self._preemption, self._copies
+            )
         )
         obs["action_mask"] = self._mask.copy()
         return features.layout(obs, self._dict_space, self.observation_mode)
@@ -421,6 +484,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             }
             if self.preempt_window:
                 out["preemption"] = self._preemption
+            if self.replica_choices:
+                out["slot_actions"] = self.slot_actions
             return out
         q, n, scales, sim = self._queue, self.max_queue, self._meter.scales, self._require_sim()
         k, ids = len(q.job_ids), np.full(n, -1, dtype=np.int64)  # the window, -1 padded
@@ -448,6 +513,7 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             "carbon_kg": sim.carbon_accrued,
             "regions_down": sim.down_regions,
             **({"preemption": self._preemption} if self.preempt_window else {}),
+            **({"slot_actions": self.slot_actions} if self.replica_choices else {}),
         }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
@@ -23,6 +24,7 @@ __all__ = [
     "ENTRY_POINT",
     "ENV_IDS",
     "MAX_EPISODE_STEPS",
+    "WORLD_IDS",
     "check_env_id",
     "check_env_ids",
     "env_slug",
@@ -90,7 +92,27 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "announce_h": 24.0,
         **_DECIDE,
     },
+    # Online-v1 in the physical world, where every job may run 1 to 4 data-parallel copies of
+    # its pipeline (semantics §3e): the agent picks how many as it starts a job (4 actions per
+    # slot, the replicas array shows what each gives), the schedulers estimate with the world's
+    # model, and an elastic heuristic (+elastic) brings its resize rule (semantics §3f).
+    "bacepipe_env/GeoPipe-Online-Elastic-v0": {
+        "scenario": "online",
+        "max_queue": None,
+        "grid_features": True,
+        "fault_features": True,
+        "model": "physical",
+        "scheduler_model": "world",
+        "max_replicas": 4,
+        "replica_choices": 4,
+        **_DECIDE,
+    },
 }
+
+#: The ids kept as worlds, out of the learning claims: they came after the 3% gate of
+#: docs/headroom.md and their submitted planner finds less than that, so no learned agent is
+#: trained or shipped for them (``pretrained`` there is a one-line error).
+WORLD_IDS: tuple[str, ...] = ("bacepipe_env/GeoPipe-Online-Elastic-v0",)
 
 #: id -> Gymnasium's ``max_episode_steps`` (the ``TimeLimit`` of ``gym.make(id)``).
 MAX_EPISODE_STEPS: dict[str, int] = {
@@ -110,6 +132,9 @@ MAX_EPISODE_STEPS: dict[str, int] = {
     # The calendar changes no dynamics: the bounds of Online-v1 and Online-Preempt-v1.
     "bacepipe_env/GeoPipe-Online-Announced-v0": 100_000,
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": 100_000,
+    # Online-v1's bound: the count of copies is part of the placing step, and an elastic
+    # heuristic's resizes happen inside the simulator's passes
+    "bacepipe_env/GeoPipe-Online-Elastic-v0": 100_000,
 }
 
 
@@ -165,13 +190,28 @@ def check_env_id(field: str, env_id: object) -> str:
             while not e.startswith(common):
                 common = common[:-1]
         start = common[: max(common.rfind("/"), common.rfind("-")) + 1]  # a whole word
-        names = ", ".join(e.removeprefix(start) for e in ENV_IDS)
         raise ValidationError(
             field,
             env_id,
-            f"unknown environment id; {start} + {names}",
+            f"unknown environment id; {start} + {_grouped(e.removeprefix(start) for e in ENV_IDS)}",
         )
     return env_id
+
+
+def _grouped(rests: Iterable[str]) -> str:
+    """``v2, Fig1-v2, Online-{v1, Preempt-v1}``: names that share a first word (before a
+    ``-``) written once with their tails in braces, in order of first appearance."""
+    families: dict[str, list[str]] = {}
+    for rest in rests:
+        word, dash, tail = rest.partition("-")
+        families.setdefault(word + dash, []).append(tail)
+    parts = []
+    for key, tails in families.items():
+        if len(tails) > 1 and all(tails):
+            parts.append(key + "{" + ", ".join(tails) + "}")
+        else:
+            parts += [key + t for t in tails]
+    return ", ".join(parts)
 
 
 def env_slug(env_id: str) -> str:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 from ..core.scenario import Scenario
 from ..core.simulator import RunResult, lookahead_horizon
 from ..errors import ValidationError
-from ..policies.registry import make_policy, policy_info
+from ..policies.registry import elastic_names, make_policy, policy_info
 from ..policies.rollout import parse_rollout
 from .progress import Progress
 from .stats import paired_ratio_ci
@@ -48,12 +48,17 @@ __all__ = [
 def env_heuristics(env_id: str) -> list[str]:
     """The heuristics an agent of ``env_id`` can play in the env's decision space: every
     registered policy that plays as an agent, the preemptive ones only on an id with preempt
-    actions."""
+    actions, and on an id with data-parallel copies (``max_replicas`` > 1) each of them also
+    with the greedy elasticity rule (``+elastic``)."""
     from ..envs.agents import AGENT_PLACEMENTS
     from ..envs.registration import geopipe_kwargs
 
-    preempts = bool(geopipe_kwargs(env_id).get("preempt_window"))
-    return [n for n in AGENT_PLACEMENTS if preempts or policy_info(n).preemption is None]
+    kwargs = geopipe_kwargs(env_id)
+    preempts = bool(kwargs.get("preempt_window"))
+    names = [n for n in AGENT_PLACEMENTS if preempts or policy_info(n).preemption is None]
+    if int(kwargs.get("max_replicas", 1)) > 1:
+        names += elastic_names(names)
+    return names
 
 
 def env_scenarios(env_id: str, seeds: Sequence[int], n_jobs: int | None = None) -> list[Scenario]:
@@ -134,10 +139,12 @@ def run_headroom(
     k: int = 4,
     progress: Progress | None = None,
     n_jobs: int | None = None,
+    copies: str = "all",
 ) -> HeadroomReport:
     """The planner against ``env_id``'s best heuristic on ``episodes`` episodes (see the
-    module docstring). ``base`` defaults to the best heuristic; one ValidationError line for
-    bad input."""
+    module docstring). ``base`` defaults to the best heuristic; ``copies`` is the planner's
+    setting (``default``: it never tries another count of data-parallel copies); one
+    ValidationError line for bad input."""
     from ..envs.registration import check_env_id, geopipe_kwargs
 
     check_env_id("env_id", env_id)
@@ -151,7 +158,8 @@ def run_headroom(
         raise ValidationError(
             "base", base, f"not a heuristic of {env_id}; choose from: {', '.join(heuristics)}"
         )
-    parse_rollout(f"rollout:{heuristics[0]},k={k}")  # one line for a bad k
+    extra = "" if copies == "all" else f",copies={copies}"
+    parse_rollout(f"rollout:{heuristics[0]},k={k}{extra}")  # one line for a bad k or copies
     world = geopipe_kwargs(env_id)
     if world.get("admission") is not None or world.get("preemption") is not None:
         raise ValidationError("env_id", env_id, "sets its own rules: not supported here")
@@ -168,7 +176,7 @@ def run_headroom(
             progress.update()
     means = {n: _mean([r.avg_jct for r in rs]) / 3600.0 for n, rs in runs.items()}
     best = min(heuristics, key=means.__getitem__)  # ties: the earlier in the registry
-    planner = f"rollout:{best if base is None else base},k={k},lookahead={lookahead}"
+    planner = f"rollout:{best if base is None else base},k={k},lookahead={lookahead}{extra}"
     planned: list[RunResult] = []
     seconds: list[float] = []
     for e, s in zip(seeds, scenarios):

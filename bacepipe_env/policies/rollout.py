@@ -19,6 +19,10 @@ Settings follow the name after commas: ``rollout:sjf+finish-aware,k=4,lookahead=
   clairvoyant also draws the GPU failures still to come afresh.
 - ``objective`` (default ``jct``): average JCT (the sum of the known jobs' time in the system,
   then their cost); ``reward``, the env's own reward, is for the planner as an env agent.
+- ``copies`` (default ``all``): in a world of data-parallel copies (semantics §3e), each of
+  the ``k`` candidates is also tried with every other count of copies that gets a placement;
+  ``default`` tries only the count the base starts a job with (what the decision of the count
+  is worth is the difference).
 
 With ``clairvoyant`` the planner is never worse than a deterministic base on average JCT: the
 fork of the base's own first choice at each decision continues the fork chosen at the previous
@@ -43,6 +47,7 @@ from ..errors import ValidationError
 from .base import Ordering, Policy
 
 __all__ = [
+    "COPIES",
     "OBJECTIVES",
     "PREFIX",
     "Action",
@@ -59,8 +64,11 @@ __all__ = [
 PREFIX = "rollout:"
 #: The objectives a fork is scored by (lower is better).
 OBJECTIVES = ("jct", "reward")
-#: An action: ("place", job), ("wait", -1), ("preempt", job) or ("decline", -1).
-Action = tuple[str, int]
+#: Which counts of data-parallel copies a placement decision tries (``copies=``).
+COPIES = ("all", "default")
+#: An action: ("place", job), ("wait", -1), ("preempt", job) or ("decline", -1); a job placed
+#: with another count of data-parallel copies than its default is ("place", job, copies).
+Action = tuple[str, int] | tuple[str, int, int]
 #: Scores a finished fork (lower is better).
 Objective = Callable[[Simulator], tuple[float, ...]]
 
@@ -81,6 +89,7 @@ class RolloutSettings:
     k: int = 4
     lookahead: str = "submitted"
     objective: str = "jct"
+    copies: str = "all"
 
     @property
     def name(self) -> str:
@@ -111,7 +120,9 @@ def parse_rollout(name: str) -> RolloutSettings:
         key, sep, value = setting.partition("=")
         if not sep or key in values:
             raise ValidationError(
-                "rollout setting", setting, "write each once as key=value: k, lookahead, objective"
+                "rollout setting",
+                setting,
+                "write each once as key=value: k, lookahead, objective, copies",
             )
         if key == "k":
             try:
@@ -128,9 +139,13 @@ def parse_rollout(name: str) -> RolloutSettings:
             if value not in OBJECTIVES:
                 raise ValidationError("rollout objective", value, "choose jct or reward")
             values["objective"] = value
+        elif key == "copies":
+            if value not in COPIES:
+                raise ValidationError("rollout copies", value, "choose all or default")
+            values["copies"] = value
         else:
             raise ValidationError(
-                "rollout setting", key, "unknown; choose from: k, lookahead, objective"
+                "rollout setting", key, "unknown; choose from: k, lookahead, objective, copies"
             )
     return RolloutSettings(base, **values)  # type: ignore[arg-type]
 
@@ -200,8 +215,16 @@ class RolloutPlanner:
     def placement_actions(
         self, sim: Simulator, candidates: Sequence[int], can_wait: bool
     ) -> list[Action]:
-        """What a placement decision tries: the base's top ``k``, then waiting."""
-        actions: list[Action] = [("place", j) for j in self.top(sim, candidates)]
+        """What a placement decision tries: the base's top ``k``, each also with every other
+        count of data-parallel copies that gets a placement now (semantics §3e; a job of one
+        pipeline has none), then waiting."""
+        actions: list[Action] = []
+        every = self.settings.copies == "all"
+        for j in self.top(sim, candidates):
+            actions.append(("place", j))
+            low, high = sim.replica_range(j)
+            if every and high > low:
+                actions += [("place", j, d) for d in range(low + 1, high + 1) if sim.offer(j, d)]
         if can_wait:
             actions.append(_WAIT)
         return actions
@@ -269,9 +292,9 @@ class RolloutPlanner:
 
 def apply(sim: Simulator, action: Action) -> None:
     """Play one planner action on ``sim``."""
-    kind, job = action
+    kind, job = action[0], action[1]
     if kind == "place":
-        sim.place(job)
+        sim.place(job, replicas=action[2] if len(action) > 2 else None)
     elif kind == "preempt":
         sim.preempt(job)
     else:  # waiting, or declining to preempt: nothing more until the next event
@@ -312,6 +335,7 @@ class RolloutPolicy(Policy):
             preemption="none",
             preemption_decisions=decides,
             preemption_wake_s=float(getattr(preempt_rule, "min_run_s", 0.0)),
+            elasticity=self.elasticity,
         )
         while (candidates := sim.next_decision()) is not None:
             if candidates:
@@ -326,7 +350,9 @@ class RolloutPolicy(Policy):
 def describe(settings: RolloutSettings) -> str:
     """A planner's one-line description."""
     bound = " (a bound: sees every future job)" if settings.clairvoyant else ""
+    copies = "" if settings.copies == "all" else ", the default count of copies only"
     return (
         f"Rollout planner over {settings.base}: its top {settings.k} + wait, each finished by "
         f"{settings.base}, lookahead {settings.lookahead}{bound}, objective {settings.objective}"
+        f"{copies}"
     )

@@ -7,7 +7,9 @@ matrices; the summary and release arrays; and, on the announced ids, the announc
 row through one shared encoder and pooled) into one vector ``g``, scores every slot with the
 same MLP over ``[queue row, wait-preview row, g]``, scores waiting from ``g`` alone, and, with
 preempt actions, scores every running job of the preemption window with one shared MLP over
-``[running-job row, g]``. It summarises the slots and the running jobs (means over present
+``[running-job row, g]``. On an id where the agent also picks a job's count of data-parallel
+copies (``replica_choices``), the slot scorer reads the slot's ``replicas`` row too and gives
+one logit per count. It summarises the slots and the running jobs (means over present
 rows) for the critic. Permuting the window's jobs, the announced jobs or the running jobs
 permutes their logits (the announced ones have none) and leaves the value unchanged (tested).
 :class:`SlotPolicy` routes the scores straight to the action distribution (no linear layer
@@ -67,6 +69,10 @@ class SlotExtractor(BaseFeaturesExtractor):
         n_actions = shapes["action_mask"][0]
         self.slot_keys = tuple(k for k in _SLOT_KEYS if k in shapes)
         slot_width = sum(shapes[k][1] for k in self.slot_keys)
+        copies = shapes.get("replicas")  # (Q, R, c): one logit per slot and count of copies
+        self.n_copies = copies[1] if copies else 0
+        if copies:
+            slot_width += copies[1] * copies[2]
         self.region_keys = tuple(k for k in _REGION_KEYS if k in shapes)
         self.global_keys = tuple(k for k in _GLOBAL_KEYS if k in shapes)
         region_width = sum(shapes[k][1] for k in self.region_keys)
@@ -78,12 +84,13 @@ class SlotExtractor(BaseFeaturesExtractor):
         super().__init__(observation_space, features_dim=n_actions + critic)
         self.n_slots, self.n_actions, self.hidden = n_slots, n_actions, hidden
         self.n_running = n_running  # preempt actions: the last n_running, one per row
-        self.waits = n_actions - n_running > n_slots  # the action after the slots waits
+        n_place = n_slots * max(1, self.n_copies)
+        self.waits = n_actions - n_running > n_place  # the action after the slots waits
         self.region_net = _mlp([region_width, hidden])
         pooled_width = hidden * (2 if announced else 1)
         self.context_net = _mlp([pooled_width + global_width, hidden, hidden])
         self.slot_net = _mlp([slot_width + hidden, hidden, hidden])
-        self.slot_score = nn.Linear(hidden, 1)
+        self.slot_score = nn.Linear(hidden, max(1, self.n_copies))
         self.wait_net = _mlp([hidden, hidden])
         self.wait_score = nn.Linear(hidden, 1)
         heads = [self.slot_score, self.wait_score]
@@ -112,8 +119,11 @@ class SlotExtractor(BaseFeaturesExtractor):
         g = self.context_net(th.cat([*parts, *flat], dim=-1))  # (B, hidden)
         queue = th.cat([obs[k] for k in self.slot_keys], dim=-1)  # (B, Q, c); column 0: a job
         g_slots = g.unsqueeze(1).expand(-1, self.n_slots, -1)
-        h = self.slot_net(th.cat([queue, g_slots], dim=-1))  # (B, Q, hidden), shared weights
-        logits = self.slot_score(h).squeeze(-1)  # (B, Q)
+        slot_in = [queue, g_slots]
+        if self.n_copies:  # each slot's counts of copies, flattened into its row
+            slot_in.insert(1, obs["replicas"].flatten(2))
+        h = self.slot_net(th.cat(slot_in, dim=-1))  # (B, Q, hidden), shared weights
+        logits = self.slot_score(h).flatten(1)  # (B, Q) or (B, Q * R), slot-major
         if self.waits:
             logits = th.cat([logits, self.wait_score(self.wait_net(g))], dim=-1)
         jobs = queue[..., :1]

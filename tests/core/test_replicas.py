@@ -224,3 +224,19 @@ def test_replicas_never_exceed_their_range_or_the_micro_batches() -> None:
         for attempt in rec.attempts:
             assert low <= attempt.placement.n_replicas <= high
     assert math.isfinite(result.avg_jct)
+
+
+def test_every_registered_heuristic_composes_with_the_elastic_rule() -> None:
+    from bacepipe_env.policies.registry import policy_info, policy_names
+
+    for name in policy_names():
+        policy = make_policy(f"{name}+elastic")
+        assert policy.elasticity == "greedy" and policy.name == f"{name}+elastic"
+        assert policy.admission == policy_info(name).admission
+        assert policy.preemption == policy_info(name).preemption
+    with pytest.raises(ValidationError, match=r"\+elastic follows a registered heuristic"):
+        make_policy("oracle+elastic")
+    with pytest.raises(ValidationError, match="unknown policy"):
+        make_policy("nope+elastic")
+    scn = _scenario([("R0", 4, 0.1)], [{"max_replicas": 2}, {"submit_h": 1.0}])
+    assert make_policy("sjf+finish-aware+srtf+elastic").simulate(scn).n_resizes >= 1

@@ -118,6 +118,7 @@ def test_masks_agree_and_match_the_window(sized, env_id, allow_wait):
     flat = gym.make(env_id, allow_wait=allow_wait, observation="flat", info="full", **sized(env_id))
     u = env.unwrapped
     q = u.max_queue
+    p = u.n_place  # one action per slot, or per slot and count of copies (replica_choices)
     for seed in range(3):
         obs, info = env.reset(seed=seed)
         fobs, _ = flat.reset(seed=seed)
@@ -131,21 +132,21 @@ def test_masks_agree_and_match_the_window(sized, env_id, allow_wait):
             assert np.array_equal(fobs, gym.spaces.flatten(env.observation_space, obs))
             window = u.preemption_window
             if window is not None and window.view is not None:  # a decision to preempt:
-                assert not mask[:q].any() and mask[q] and mask[q + 1 :].any()  # no window
+                assert not mask[:p].any() and mask[p] and mask[p + 1 :].any()  # no window
                 a = int(rng.choice(np.flatnonzero(mask)))
                 obs, _, term, trunc, info = env.step(a)
                 fobs, *_ = flat.step(a)
                 if term or trunc:
                     break
                 continue
-            assert mask[:q].any() or (allow_wait and mask[q])
+            assert mask[:p].any() or (allow_wait and mask[p])
             ids = info["queue_job_ids"]
             present = obs["queue"][:, Q_COL["present"]]
             n_visible = int(np.sum(ids >= 0))
             assert np.array_equal(present, (ids >= 0).astype(np.float32))
             assert np.all(ids[:n_visible] >= 0) and np.all(ids[n_visible:] == -1)
             assert not obs["queue"][n_visible:].any()  # empty rows are zero
-            assert not mask[n_visible:q].any()  # no empty slot is legal
+            assert not mask[:p].reshape(q, -1)[n_visible:].any()  # no empty slot is legal
             pending = u.sim.pending
             # the window is the first max_queue candidates: pending jobs not yet tried in this
             # pass whose memory floor the free GPUs together reach (semantics §3a), in submission

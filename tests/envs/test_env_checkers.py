@@ -44,7 +44,13 @@ EXPECTED_SCENARIO = {
     "bacepipe_env/GeoPipe-Online-Preempt-v1": "online",
     "bacepipe_env/GeoPipe-Online-Announced-v0": "online",
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": "online",
+    "bacepipe_env/GeoPipe-Online-Elastic-v0": "online",
 }
+
+
+def _place_actions(env_id: str, max_queue: int) -> int:
+    """One action per window slot, or per slot and count of copies (``replica_choices``)."""
+    return max_queue * max(1, ENV_IDS[env_id].get("replica_choices", 0))
 
 
 def test_the_ids_are_registered_on_import():
@@ -81,7 +87,8 @@ def test_registered_id_builds_its_scenario(env_id):
     assert env.spec.max_episode_steps == MAX_EPISODE_STEPS[env_id]
     # every id lets the agent wait: the action after the window (then the preempt actions)
     preempt = ENV_IDS[env_id].get("preempt_window", 0)
-    assert env.action_space == gym.spaces.Discrete(env.unwrapped.max_queue + 1 + preempt)
+    place = _place_actions(env_id, env.unwrapped.max_queue)
+    assert env.action_space == gym.spaces.Discrete(place + 1 + preempt)
     env.close()
 
 
@@ -96,7 +103,7 @@ def test_gymnasium_env_checker(env_id, mode):
     waits = kwargs.get("allow_wait", ENV_IDS[env_id]["allow_wait"])
     preempt = ENV_IDS[env_id].get("preempt_window", 0)
     # the wait action is there with allow_wait, or to decline a preemption
-    n = env.unwrapped.max_queue + (1 if waits or preempt else 0) + preempt
+    n = _place_actions(env_id, env.unwrapped.max_queue) + (1 if waits or preempt else 0) + preempt
     assert env.action_space == gym.spaces.Discrete(n)
     observation = MODES[mode].get("observation")
     if observation == "flat":
@@ -116,6 +123,8 @@ def test_gymnasium_env_checker(env_id, mode):
             grid |= {"running_jobs"}
         if ENV_IDS[env_id].get("announce_window"):
             grid |= {"announced"}
+        if ENV_IDS[env_id].get("replica_choices"):
+            grid |= {"replicas"}
         assert set(env.observation_space.spaces) == {
             "regions",
             "bandwidth",

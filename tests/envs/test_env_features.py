@@ -13,6 +13,7 @@ import pytest
 import bacepipe_env  # noqa: F401  (registers the ids)
 from bacepipe_env.envs import ENV_IDS, FEATURES, GeoPipeEnv
 from bacepipe_env.envs import geopipe as geopipe_module
+from bacepipe_env.envs.copies import copy_options
 from bacepipe_env.envs.features import (
     BANDWIDTH_LAYERS,
     GRID_FEATURES,
@@ -53,6 +54,8 @@ def test_the_docs_carry_the_generated_observation_tables():
     assert "(optional: `preempt_window > 0`)" in m.group(1)
     assert "| `announced` | (announce_window, 6) |" in m.group(1)
     assert "(optional: `announce_window > 0`)" in m.group(1)
+    assert "| `replicas` | (max_queue, replica_choices, 3) |" in m.group(1)
+    assert "(optional: `replica_choices > 0`)" in m.group(1)
 
 
 def test_the_table_is_well_formed():
@@ -69,6 +72,7 @@ def test_the_table_is_well_formed():
         "wait_preview",
         "running_jobs",
         "announced",
+        "replicas",
     ]
     for f in FEATURES:
         assert f.description and callable(f.encode)
@@ -83,6 +87,7 @@ def test_the_table_is_well_formed():
     assert feature("grid").resolve(max_queue=7, max_regions=3) == (3, 2)
     assert feature("running_jobs").resolve(7, 3, preempt_window=5) == (5, 10)
     assert feature("announced").resolve(7, 3, announce_window=4) == (4, 6)
+    assert feature("replicas").resolve(7, 3, replica_choices=4) == (7, 4, 3)
     with pytest.raises(KeyError):
         feature("nope")
 
@@ -94,6 +99,7 @@ def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf
         "running_features",
         "preempt_window",
         "announce_window",
+        "replica_choices",
     )
     assert [(f.name, f.enabled_by) for f in FEATURES if f.enabled_by] == [
         ("grid", "grid_features"),
@@ -104,6 +110,7 @@ def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf
         ("wait_preview", "running_features"),
         ("running_jobs", "preempt_window"),
         ("announced", "announce_window"),
+        ("replicas", "replica_choices"),
     ]
     assert feature("grid").column_names == GRID_FEATURES == ("price_now", "carbon_now")
     lows = {(f.name, c.name): c.low for f in FEATURES for c in f.columns}
@@ -162,13 +169,13 @@ def test_spaces_and_observations_follow_the_table(env_id):
     space = env.observation_space
     enabled = [k for k in OPTIONAL_FEATURES if ENV_IDS[env_id].get(k)]
     active = active_features(enabled)
-    w, a = u.preempt_window, u.announce_window
-    assert space == observation_space(u.max_queue, u.max_regions, u.n_actions, enabled, w, a)
+    w, a, r = u.preempt_window, u.announce_window, u.replica_choices
+    assert space == observation_space(u.max_queue, u.max_regions, u.n_actions, enabled, w, a, r)
     assert u.encoder.features == active
     obs, _ = env.reset(seed=0)
     assert list(obs) == [f.name for f in active] + ["action_mask"]
     for f in active:
-        shape = f.resolve(u.max_queue, u.max_regions, w, a)
+        shape = f.resolve(u.max_queue, u.max_regions, w, a, r)
         assert space[f.name].shape == shape
         assert obs[f.name].shape == shape and obs[f.name].dtype == np.float32
     assert space["action_mask"] == gym.spaces.MultiBinary(u.n_actions)
@@ -187,11 +194,17 @@ def test_the_encoder_runs_the_tables_functions():
         announce_window=4,
         announce_h=24.0,
         allow_wait=True,
+        replica_choices=2,
+        model="physical",
+        max_replicas=2,
     )
     obs, _ = env.reset(seed=3)
     obs, *_ = env.step(0)
-    previews = env.previewer(env.sim, env.queue_snapshot.job_ids)
-    d = Decision(env.sim, env.queue_snapshot, previews, None, env.preemption_window)
+    window = env.queue_snapshot.job_ids
+    previews = env.previewer(env.sim, window)
+    copies = copy_options(env.sim, window, previews, 2)
+    assert any(row[1] is not None for row in copies)  # the replicas array is not all zeros
+    d = Decision(env.sim, env.queue_snapshot, previews, None, env.preemption_window, copies)
     assert list(obs) == [f.name for f in FEATURES] + ["action_mask"]
     for f in FEATURES:
         np.testing.assert_array_equal(f.encode(env.encoder, d), obs[f.name], err_msg=f.name)

@@ -19,12 +19,15 @@ SMALL = {
     "bacepipe_env/GeoPipe-Online-Preempt-v1": {"n_jobs": 12},
     "bacepipe_env/GeoPipe-Online-Announced-v0": {"n_jobs": 12},
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": {"n_jobs": 12},
+    "bacepipe_env/GeoPipe-Online-Elastic-v0": {"n_jobs": 12},
 }
 
 
 def _lean(env_id: str) -> set[str]:
-    """The lean keys of an id: an id with preempt actions adds its window (``preemption``)."""
-    return LEAN | ({"preemption"} if ENV_IDS[env_id].get("preempt_window") else set())
+    """The lean keys of an id: an id with preempt actions adds its window (``preemption``),
+    one with replica actions each slot's default action (``slot_actions``)."""
+    out = LEAN | ({"preemption"} if ENV_IDS[env_id].get("preempt_window") else set())
+    return out | ({"slot_actions"} if ENV_IDS[env_id].get("replica_choices") else set())
 
 
 def _episode(env, seed):
@@ -66,7 +69,7 @@ def test_full_adds_keys_and_changes_nothing_else(env_id):
         assert r_l == r_f and t_l == t_f
         assert set(info_l) < set(info_f)  # strictly more keys
         for key in info_l:
-            if key in ("queue", "preemption"):
+            if key in ("queue", "preemption", "slot_actions"):
                 assert info_l[key] == info_f[key]
             else:
                 assert np.array_equal(info_l[key], info_f[key]), key

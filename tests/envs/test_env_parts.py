@@ -159,7 +159,8 @@ def test_the_queue_snapshot_is_the_window_and_agrees_with_the_old_info_keys(env_
         assert info["pending_e1_max_s"] == q.pending_e1_max
         assert info["pending_bkstar_max_Bps"] == q.pending_bkstar_max
         assert info["alpha"] == q.alpha and info["time_s"] == q.time
-        assert not info["action_mask"][k : u.max_queue].any()  # only the window is legal
+        place = info["action_mask"][: u.n_place].reshape(u.max_queue, -1)
+        assert not place[k:].any()  # only the window is legal
         _, _, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(info["action_mask"]))))
         if term or trunc:
             assert len(info["queue"]) == 0

@@ -57,7 +57,7 @@ def test_return_equals_the_episode_objective(sized, env_id, weights, allow_wait)
     waits = 0
     for seed in range(4):
         rewards, infos, actions = _episode(env, seed, rng_seed=seed)
-        waits += actions.count(env.unwrapped.max_queue)
+        waits += actions.count(env.unwrapped.n_place)
         last = infos[-1]
         expected = _objective(last, w_j, w_c, w_g)
         assert math.isclose(math.fsum(rewards), expected, rel_tol=1e-9, abs_tol=1e-12)

@@ -97,7 +97,7 @@ def test_every_id_waits_and_sees_the_running_jobs():
         assert kwargs["allow_wait"] is True and kwargs["running_features"] is True
         env = gym.make(env_id)
         preempt = kwargs.get("preempt_window", 0)  # then one action per running job's slot
-        assert env.action_space.n == env.unwrapped.max_queue + 1 + preempt
+        assert env.action_space.n == env.unwrapped.n_place + 1 + preempt
         assert {"running", "release"} <= set(env.observation_space.spaces)
 
 

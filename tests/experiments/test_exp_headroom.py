@@ -30,7 +30,7 @@ def test_the_docs_carry_the_table_of_the_committed_results(bench, data) -> None:
 def test_every_row_and_lookahead_is_there_on_the_held_out_episodes(bench, data) -> None:
     rows = data["rows"]
     assert len(rows) == len(bench.ROWS) * len(bench.LOOKAHEADS)
-    for (env_id, n_jobs, episodes, base), group in zip(
+    for (env_id, n_jobs, episodes, base, copies), group in zip(
         bench.ROWS, (rows[i : i + 3] for i in range(0, len(rows), 3))
     ):
         assert [r["lookahead"] for r in group] == list(bench.LOOKAHEADS)
@@ -39,6 +39,7 @@ def test_every_row_and_lookahead_is_there_on_the_held_out_episodes(bench, data) 
             assert n_jobs is None or r["n_jobs"] == n_jobs
             assert r["seeds"] == [bench.HELD_OUT + i for i in range(episodes)]
             assert r["planner"].startswith(f"rollout:{base or r['best']},k=4,")
+            assert ("copies=default" in r["planner"]) == (copies == "default")
             assert r["bound"] == (r["lookahead"] == "clairvoyant")
             # the best heuristic is the lowest mean of those the id's agent can play
             assert r["heuristics"][r["best"]] == min(r["heuristics"].values())

@@ -87,9 +87,12 @@ def test_unknown_name_lists_the_valid_ones(lookup, bad):
         lookup(bad)
     msg = str(err.value)
     # a short line: the list starts with the valid names and points to the whole list (it is
-    # cut past MAX_REASON_CHARS, saying how much was cut)
+    # cut past MAX_REASON_CHARS, saying how much was cut); a near miss gets "did you mean"
     assert "`bacepipe policies` lists them" in msg and len(msg) <= 250
-    assert all(name in msg for name in policy_names()[:5])
+    if bad == "lcf ":
+        assert "did you mean 'lcf'?" in msg
+    else:
+        assert all(name in msg for name in policy_names()[:5])
     assert err.value.value == bad
 
 

@@ -14,7 +14,8 @@ from train_helpers import ROOT, one_line_error, sub_env
 pytest.importorskip("sb3_contrib")
 
 from bacepipe_env.envs.agents import evaluate
-from bacepipe_env.envs.registration import ENV_IDS, env_slug
+from bacepipe_env.envs.registration import ENV_IDS, WORLD_IDS, env_slug
+from bacepipe_env.errors import BacepipeError
 from bacepipe_env.experiments.evaluate import evaluate_policies
 from bacepipe_env.learned import (
     layout_kwargs,
@@ -23,8 +24,18 @@ from bacepipe_env.learned import (
     pretrained_names,
 )
 
-# Every registered id has a pretrained agent (the preempt and announced ones since issue 27).
-SHIPPED = list(ENV_IDS)
+# Every registered id has a pretrained agent (the preempt and announced ones since issue 27),
+# but the ids kept as worlds, out of the learning claims (docs/headroom.md's gate).
+SHIPPED = [e for e in ENV_IDS if e not in WORLD_IDS]
+
+
+def test_the_world_only_ids_ship_no_agent_and_say_so_in_one_line() -> None:
+    assert WORLD_IDS == ("bacepipe_env/GeoPipe-Online-Elastic-v0",)
+    for env_id in WORLD_IDS:
+        assert env_slug(env_id) not in pretrained_names()
+        with pytest.raises(BacepipeError, match="no pretrained agent ships for") as err:
+            evaluate_policies(env_id, ["sjf", "pretrained"], 1, 3_000_000, env_kwargs={"n_jobs": 5})
+        assert "\n" not in str(err.value)
 
 
 def test_one_small_agent_ships_per_registered_env():

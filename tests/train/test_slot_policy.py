@@ -169,3 +169,44 @@ def test_the_shipped_agents_network_is_unchanged_without_the_new_arrays(decision
         "wait_net",
         "wait_score",
     }
+
+
+@pytest.fixture(scope="module")
+def copies() -> tuple[GeoPipeEnv, dict[str, np.ndarray]]:
+    """A GeoPipe-Online-Elastic-v0 decision with several jobs in the window, some of which may
+    start with more than one copy."""
+    env = GeoPipeEnv(**{**ENV_IDS["bacepipe_env/GeoPipe-Online-Elastic-v0"], "n_jobs": 30})
+    for seed in range(20):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            counts = obs["replicas"][:, :, 0]  # legal counts per slot
+            if int(obs["queue"][:, 0].sum()) >= 3 and counts[:, 1:].sum() >= 2:
+                return env, obs
+            obs, _, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[0]))
+    raise AssertionError("no decision with 3 jobs waiting and counts of copies to choose")
+
+
+def test_a_slot_scores_each_count_of_copies_and_moves_with_its_job(copies):
+    """One logit per slot and count (slot-major, as the env's actions): permuting the window
+    permutes the slots' blocks of logits, the counts inside a block stay, the value stays."""
+    env, obs = copies
+    torch.manual_seed(2)
+    ext = SlotExtractor(env.observation_space, hidden=16)
+    for p in ext.parameters():
+        torch.nn.init.normal_(p, std=0.5)
+    q, r, n = env.max_queue, env.replica_choices, env.n_actions
+    assert ext.n_copies == r and ext.waits and n == q * r + 1
+    perm = np.random.default_rng(2).permutation(q)
+    moved = dict(obs)
+    for key in ("queue", "wait_preview", "replicas"):
+        moved[key] = obs[key][perm]
+    place = obs["action_mask"][: q * r].reshape(q, r)
+    moved["action_mask"] = np.concatenate([place[perm].ravel(), obs["action_mask"][q * r :]])
+    with torch.no_grad():
+        a, b = ext(_batch(obs))[0], ext(_batch(moved))[0]
+    blocks = a[: q * r].reshape(q, r)
+    assert blocks[0].std() > 1e-3  # the counts of one slot score differently
+    torch.testing.assert_close(b[: q * r].reshape(q, r), blocks[perm], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(b[q * r : n], a[q * r : n])  # the wait logit
+    torch.testing.assert_close(b[n:], a[n:], rtol=1e-5, atol=1e-6)

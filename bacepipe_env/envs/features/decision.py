@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ...core.placement import Placement
 from ...core.preemption import PreemptionView
 from ...core.simulator import Simulator
 from ...core.snapshot import QueueSnapshot
@@ -43,3 +44,6 @@ class Decision(NamedTuple):
     previews: Sequence[Preview | None]  # per window slot; None: no placement that can start
     previewer: PlacementPreviewer | None = None  # its memo serves ``wait_preview``
     preemption: PreemptionWindow | None = None  # the preempt actions' window (if any)
+    # per window slot, the placement with 1, 2, ... data-parallel copies (None: not legal);
+    # empty without replica actions
+    copies: Sequence[Sequence[Placement | None]] = ()

@@ -44,14 +44,18 @@ class ObservationEncoder(EncoderState):
         enabled: Collection[str] = (),
         preempt_window: int = 0,
         announce_window: int = 0,
+        replica_choices: int = 0,
     ) -> None:
         self.max_queue = max_queue
         self.max_regions = max_regions
         self.preempt_window = preempt_window
         self.announce_window = announce_window
+        self.replica_choices = replica_choices
         self.scales = scales
         self.shapes = {
-            f.name: f.resolve(max_queue, max_regions, preempt_window, announce_window)
+            f.name: f.resolve(
+                max_queue, max_regions, preempt_window, announce_window, replica_choices
+            )
             for f in FEATURES
         }
         self.features = active_features(enabled)  # the arrays this encoder fills

@@ -22,11 +22,12 @@ def observation_space(
     enabled: Collection[str] = (),
     preempt_window: int = 0,
     announce_window: int = 0,
+    replica_choices: int = 0,
 ) -> spaces.Dict:
     """The Dict space of the active :data:`FEATURES` (see :func:`active_features`) plus the
     action mask."""
     arrays: dict[str, spaces.Space[Any]] = {
-        f.name: f.space(max_queue, max_regions, preempt_window, announce_window)
+        f.name: f.space(max_queue, max_regions, preempt_window, announce_window, replica_choices)
         for f in active_features(enabled)
     }
     arrays["action_mask"] = spaces.MultiBinary(n_actions)

@@ -1,6 +1,7 @@
 """The arrays of the pending jobs' window, per slot: ``queue`` (every observation's: the job's
-priority terms, its shape, its wait so far and its placement preview) and ``wait_preview`` (with
-``running_features``: what waiting for the next GPU release would give the job)."""
+priority terms, its shape, its wait so far and its placement preview), ``wait_preview`` (with
+``running_features``: what waiting for the next GPU release would give the job) and
+``replicas`` (with ``replica_choices``: what each count of data-parallel copies would give it)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from .decision import Decision
 if TYPE_CHECKING:
     from .state import EncoderState
 
-__all__ = ["COLUMNS_FROM", "encode_queue", "encode_wait_preview"]
+__all__ = ["COLUMNS_FROM", "encode_queue", "encode_replicas", "encode_wait_preview"]
 
 #: From this many visible jobs on, the ``queue`` array is filled column by column with numpy.
 COLUMNS_FROM = 48
@@ -127,4 +128,18 @@ def encode_wait_preview(enc: EncoderState, d: Decision) -> np.ndarray:
         rows.append((later.n_gpus / k_star[job], log10(1.0 + left / h) / lh, share))
     if rows:
         out[slots] = rows
+    return out
+
+
+def encode_replicas(enc: EncoderState, d: Decision) -> np.ndarray:
+    """The ``replicas`` array: per slot of the window and per count of copies, 1 when that
+    placement is legal now, the GPUs it holds over the cluster's, and its execution time as the
+    schedulers estimate it (semantics §3e)."""
+    out = np.zeros(enc.shapes["replicas"], dtype=np.float32)
+    sim, lh = d.sim, enc.scales.log_hours
+    for i, (job, options) in enumerate(zip(d.queue.job_ids, d.copies)):
+        for c, p in enumerate(options):
+            if p is not None:
+                hours = sim.execution_time(job, p) / SECONDS_PER_HOUR
+                out[i, c] = (1.0, p.n_gpus / enc.total_gpus, math.log10(1.0 + hours) / lh)
     return out

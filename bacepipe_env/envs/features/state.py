@@ -22,6 +22,7 @@ class EncoderState:
     max_regions: int
     preempt_window: int
     announce_window: int
+    replica_choices: int
     scales: ObsScales
     shapes: dict[str, tuple[int, ...]]  # feature name -> its array's shape (every feature)
     k: int  # the episode's regions

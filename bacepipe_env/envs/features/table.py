@@ -26,7 +26,7 @@ from .cluster import encode_bandwidth, encode_regions, encode_summary
 from .decision import Decision
 from .faults import encode_link_faults, encode_region_faults
 from .grid import encode_grid
-from .pending import encode_queue, encode_wait_preview
+from .pending import encode_queue, encode_replicas, encode_wait_preview
 from .running import encode_release, encode_running, encode_running_jobs
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ __all__ = [
     "REGION_FAULT_FEATURES",
     "REGION_FEATURES",
     "RELEASE_FEATURES",
+    "REPLICA_FEATURES",
     "RUNNING_FEATURES",
     "RUNNING_JOB_FEATURES",
     "SUMMARY_FEATURES",
@@ -70,10 +71,10 @@ class Feature:
     """One float32 array of the observation.
 
     ``shape`` holds ints and the names ``"max_regions"``, ``"max_queue"``,
-    ``"preempt_window"`` and ``"announce_window"``; ``columns`` name
+    ``"preempt_window"``, ``"announce_window"`` and ``"replica_choices"``; ``columns`` name
     the axis ``column_axis`` (the last one, the first for ``bandwidth``). ``enabled_by`` is
     None for an array every observation has, else the ``GeoPipeEnv`` keyword (a bool, default
-    False, or ``preempt_window`` / ``announce_window`` > 0) that adds it.
+    False, or ``preempt_window`` / ``announce_window`` / ``replica_choices`` > 0) that adds it.
     """
 
     name: str
@@ -85,16 +86,22 @@ class Feature:
     enabled_by: str | None = None
 
     def resolve(
-        self, max_queue: int, max_regions: int, preempt_window: int = 0, announce_window: int = 0
+        self,
+        max_queue: int,
+        max_regions: int,
+        preempt_window: int = 0,
+        announce_window: int = 0,
+        replica_choices: int = 0,
     ) -> tuple[int, ...]:
         """The concrete shape for a window of ``max_queue``, ``max_regions`` regions, a
-        preemption window of ``preempt_window`` running jobs and ``announce_window`` announced
-        jobs."""
+        preemption window of ``preempt_window`` running jobs, ``announce_window`` announced
+        jobs and ``replica_choices`` counts of data-parallel copies."""
         sizes = {
             "max_queue": max_queue,
             "max_regions": max_regions,
             "preempt_window": preempt_window,
             "announce_window": announce_window,
+            "replica_choices": replica_choices,
         }
         return tuple(sizes[d] if isinstance(d, str) else d for d in self.shape)
 
@@ -104,10 +111,17 @@ class Feature:
         return tuple(c.name for c in self.columns)
 
     def space(
-        self, max_queue: int, max_regions: int, preempt_window: int = 0, announce_window: int = 0
+        self,
+        max_queue: int,
+        max_regions: int,
+        preempt_window: int = 0,
+        announce_window: int = 0,
+        replica_choices: int = 0,
     ) -> spaces.Box:
         """This array's Box: each column's ``low`` (broadcast along the other axes) to inf."""
-        shape = self.resolve(max_queue, max_regions, preempt_window, announce_window)
+        shape = self.resolve(
+            max_queue, max_regions, preempt_window, announce_window, replica_choices
+        )
         lows = [c.low for c in self.columns]
         if not any(lows):  # all zero: the scalar-bounded Box the v1 spaces always had
             return spaces.Box(0.0, np.inf, shape=shape, dtype=np.float32)
@@ -232,6 +246,11 @@ RUNNING_JOB_COLUMNS = (
         "log_best_remaining_hours",
         "the shortest remaining time among those jobs, `log10(1 + hours) / 4` (0 when none)",
     ),
+)
+REPLICA_COLUMNS = (
+    Column("legal", "1 when the job may start now with this many copies (the action's mask)"),
+    Column("gpu_frac", "GPUs the copies would hold / the cluster's GPUs"),
+    Column("log_exec_hours", "their execution time, `log10(1 + hours) / 4`"),
 )
 ANNOUNCED_COLUMNS = (
     Column("present", "1 for an announced job, 0 for an empty slot"),
@@ -372,9 +391,20 @@ FEATURES: tuple[Feature, ...] = (
         encode_announced,
         enabled_by="announce_window",
     ),
+    Feature(
+        "replicas",
+        ("max_queue", "replica_choices", len(REPLICA_COLUMNS)),
+        "per slot of the window and per count of data-parallel copies (1, 2, ...; semantics "
+        "§3e): whether placing the job with that many copies is legal now, and what it would "
+        "hold and take (zeros where it is not)",
+        REPLICA_COLUMNS,
+        encode_replicas,
+        enabled_by="replica_choices",
+    ),
 )
 
 REGION_FEATURES = tuple(c.name for c in REGION_COLUMNS)
+REPLICA_FEATURES = tuple(c.name for c in REPLICA_COLUMNS)
 BANDWIDTH_LAYERS = tuple(c.name for c in BANDWIDTH_COLUMNS)
 QUEUE_FEATURES = tuple(c.name for c in QUEUE_COLUMNS)
 SUMMARY_FEATURES = tuple(c.name for c in SUMMARY_COLUMNS)
@@ -415,7 +445,8 @@ def markdown_table() -> str:
     lines = ["| key | shape | content |", "|---|---|---|"]
     for f in FEATURES:
         shape = "(" + ", ".join(str(d) for d in f.shape) + (",)" if len(f.shape) == 1 else ")")
-        on = " > 0" if f.enabled_by in ("preempt_window", "announce_window") else "=True"
+        windows = ("preempt_window", "announce_window", "replica_choices")
+        on = " > 0" if f.enabled_by in windows else "=True"
         optional = f" (optional: `{f.enabled_by}{on}`)" if f.enabled_by else ""
         lines.append(f"| `{f.name}` | {shape} | {f.description}{optional} |")
     lines += ["| `action_mask` | (n_actions,) | the legal actions (int8) |", ""]

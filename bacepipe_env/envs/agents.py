@@ -41,6 +41,7 @@ __all__ = [
     "RolloutAgent",
     "agent_env_kwargs",
     "agent_placement",
+    "check_plays",
     "evaluate",
     "make_agent",
     "run_episode",
@@ -102,6 +103,29 @@ def agent_env_kwargs(name: str, *, preempt_actions: bool = False) -> dict[str, s
     return out
 
 
+def check_plays(name: str, env: Any) -> None:
+    """One line (a ValidationError) unless ``env`` (a GeoPipeEnv, wrapped or not, after its
+    reset) plays by what policy ``name`` needs: its placement, and each admission, preemption
+    and elasticity rule the policy has of its own. A waiting heuristic on an env without its
+    admission rule would silently play as its plain ordering; ``gym.make(id, policy=name)``
+    (or ``**agent_env_kwargs(name)``) is the way that carries every part."""
+    base = getattr(env, "unwrapped", env)
+    sim = getattr(base, "sim", None)
+    settings = getattr(base, "settings", None)
+    if sim is None or settings is None:
+        return  # not a GeoPipeEnv, or before its reset: nothing to read yet
+    needs = agent_env_kwargs(name, preempt_actions=settings.preempt_window > 0)
+    have = {"placement": settings.placement.name, "admission": sim.admission.name}
+    have |= {"preemption": sim.preemption.name, "elasticity": sim.elasticity.name}
+    for part, want in needs.items():
+        if have[part] != want:
+            raise ValidationError(
+                "env",
+                f"{part}={have[part]}",
+                f"{name} plays with {part} {want!r}: make the env with policy={name!r}",
+            )
+
+
 #: Built-in policy -> :func:`agent_env_kwargs`, for ``GeoPipeEnv(..., **AGENT_ENV[name])``.
 AGENT_ENV: dict[str, dict[str, str]] = {n: agent_env_kwargs(n) for n in AGENT_PLACEMENTS}
 
@@ -121,6 +145,7 @@ class HeuristicAgent:
         self._seed = seed
         self.ordering: Ordering = self._ordering(seed)
         self._env = env
+        self._checked: Any = None  # the bound env whose rules were checked
 
     def _ordering(self, seed: int) -> Ordering:
         ordering = make_policy(self.name, seed=seed).ordering
@@ -205,6 +230,9 @@ class HeuristicAgent:
             ]
             return np.array(acts), None
         base = env.unwrapped
+        if base is not self._checked:  # once per env it plays: its rules are its policy's
+            check_plays(self.name, base)
+            self._checked = base
         action = self.act(
             base.queue_snapshot, base.action_masks(), base.preemption_window, base.slot_actions
         )
@@ -223,6 +251,7 @@ class RolloutAgent:
     def __init__(self, name: str, seed: int = 0, env: Any = None) -> None:
         info = policy_info(name)  # validates the name, its base and its settings
         self.settings = parse_rollout(name)
+        self.base = self.settings.base  # the heuristic whose rules it plays by
         self.placement = agent_placement(self.settings.base)
         self.admission: str | None = info.admission
         spec = info.preemption
@@ -285,8 +314,11 @@ class RolloutAgent:
         planner = self.planner
         if slots:
             jobs = [queue.job_ids[i] for i in slots]
+            # the counts of copies the env's actions can express (replica_choices)
+            r = env.settings.replica_choices
             actions = planner.placement_actions(sim, jobs, can_wait)
-            chosen = planner.best(sim, env.playable(actions), self.rule)
+            actions = [a for a in actions if len(a) < 3 or (r and a[2] <= r)]
+            chosen = planner.best(sim, actions, self.rule)
             if chosen[0] != "place":
                 return int(q)
             return int(env.place_action(queue.job_ids.index(chosen[1]), *chosen[2:]))
@@ -339,9 +371,12 @@ class EpisodeResult:
 
 
 def run_episode(env: Any, agent: Agent, seed: int) -> EpisodeResult:
-    """Play one episode of ``env`` (a GeoPipeEnv, possibly wrapped) with ``agent``."""
+    """Play one episode of ``env`` (a GeoPipeEnv, possibly wrapped) with ``agent``; a
+    heuristic's or a planner's env must play by its policy's rules (:func:`check_plays`)."""
     agent.reset(seed)
     obs, info = env.reset(seed=seed)
+    if isinstance(agent, (HeuristicAgent, RolloutAgent)):
+        check_plays(agent.name if isinstance(agent, HeuristicAgent) else agent.base, env)
     total, steps, illegal = 0.0, 0, 0
     while True:
         action = agent.predict(obs, info=info)

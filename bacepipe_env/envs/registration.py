@@ -27,6 +27,7 @@ __all__ = [
     "WORLD_IDS",
     "check_env_id",
     "check_env_ids",
+    "config_table",
     "env_slug",
     "geopipe_kwargs",
     "geopipe_spec",
@@ -196,6 +197,34 @@ def check_env_id(field: str, env_id: object) -> str:
             f"unknown environment id; {start} + {_grouped(e.removeprefix(start) for e in ENV_IDS)}",
         )
     return env_id
+
+
+def config_table() -> str:
+    """docs/environment.md's table of every registered id's full configuration: one row per
+    env setting (:data:`~bacepipe_env.envs.settings.SETTINGS`, at its default unless the id
+    sets it) and per scenario knob an id sets, one column per id; the step limit last."""
+    import inspect
+
+    from .settings import env_settings
+
+    defaults = {
+        name: p.default
+        for name, p in inspect.signature(env_settings).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    knobs = [k for kw in ENV_IDS.values() for k in kw if k not in defaults and k != "scenario"]
+    short = [e.removeprefix("bacepipe_env/GeoPipe-") for e in ENV_IDS]
+    lines = ["| setting | " + " | ".join(short) + " |", "|---|" + "---|" * len(short)]
+    for name in ["scenario", *defaults, *dict.fromkeys(knobs)]:
+        default = defaults.get(name, "-")
+        cells = []
+        for kwargs in ENV_IDS.values():
+            value = kwargs.get(name, default)
+            cells.append(f"`{value!r}`" if value != "-" else "-")
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    steps = " | ".join(f"{MAX_EPISODE_STEPS[e]:,}" for e in ENV_IDS)
+    lines.append(f"| `max_episode_steps` | {steps} |")
+    return "\n".join(lines) + "\n"
 
 
 def _grouped(rests: Iterable[str]) -> str:

@@ -29,6 +29,7 @@ from ..errors import BacepipeError
 from ..outputs import save_figure
 
 __all__ = [
+    "LISTED_MODES",
     "RGB_NEEDS_MATPLOTLIB",
     "TIMELINE_NEEDS_MATPLOTLIB",
     "QueueRow",
@@ -423,6 +424,12 @@ def rgb_available() -> bool:
         return importlib.util.find_spec("matplotlib") is not None
     except (ImportError, ValueError):  # a finder refused it, or a stub without __spec__
         return False
+
+
+#: The render modes an env's ``metadata`` lists: ``rgb_array`` only where it can render, with
+#: matplotlib (the viz extra), since Gymnasium's check_env renders every listed mode. Found
+#: once, at import.
+LISTED_MODES: tuple[str, ...] = ("ansi", "rgb_array") if rgb_available() else ("ansi",)
 
 
 def render_rgb(snap: RenderSnapshot) -> np.ndarray:

@@ -33,3 +33,14 @@ def test_every_named_id_is_registered_and_the_newest_of_its_family():
         assert env_id in registered, f"{env_id} (in {sorted(files)}) is not registered"
         family, version = env_id.rsplit("-v", 1)
         assert int(version) == newest[family], f"{env_id} (in {sorted(files)}) is not the newest"
+
+
+def test_the_docs_carry_every_ids_full_configuration() -> None:
+    from bacepipe_env.envs.registration import config_table
+
+    text = (ROOT / "docs" / "environment.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- env-config:begin[^>]*-->\n(.*?)<!-- env-config:end -->", text, re.S)
+    assert block is not None, "docs/environment.md lost its env-config block"
+    assert block.group(1) == config_table(), "paste config_table() between the markers"
+    header = block.group(1).splitlines()[0]
+    assert header.count("|") == len(ENV_IDS) + 2  # one column per registered id

@@ -214,7 +214,7 @@ def test_an_unknown_keyword_is_one_line_for_every_id(env_id):
     err = _make_error(env_id, bogus=1)
     assert err.field == "bogus" and err.value == 1
     line = str(err)
-    assert line.startswith("bogus: unknown keyword; env arguments: scenario, placement, ")
+    assert line.startswith("bogus: unknown keyword; env arguments: scenario, policy, placement, ")
     knobs = "'random': n_regions, n_jobs" if env_id == RANDOM else "the scenario: bandwidth_scale"
     assert f"; knobs of {knobs}" in line, line
     assert line.endswith("more) (got 1)"), line
@@ -223,10 +223,10 @@ def test_an_unknown_keyword_is_one_line_for_every_id(env_id):
 def test_the_unknown_keyword_line_of_the_random_id():
     err = _make_error(RANDOM, bogus=1)
     assert str(err) == (
-        "bogus: unknown keyword; env arguments: scenario, placement, ... (21 more); "
+        "bogus: unknown keyword; env arguments: scenario, policy, placement, ... (21 more); "
         "knobs of 'random': n_regions, n_jobs, ... (14 more) (got 1)"
     )
-    assert len(str(err)) == 134
+    assert len(str(err)) == 142
 
 
 @pytest.mark.parametrize(
@@ -249,7 +249,7 @@ def test_a_huge_keyword_and_value_keep_the_line_short():
     err = _make_error(PAPER, **{"x" * 500: "y" * 10_000})
     line = str(err)
     assert line.startswith("xxxxxxxxxxxxxxxxxxxx... (480 more chars): unknown keyword; ")
-    assert "env arguments: scenario, placement" in line
+    assert "env arguments: scenario, policy, placement" in line
     assert line.endswith("(got 'yyyyyy... (9,995 more chars))")
 
 
@@ -260,7 +260,7 @@ def test_a_scenario_knob_with_a_scenario_object_says_so(tiny_scenario):
     with pytest.raises(ValidationError) as err:
         GeoPipeEnv(tiny_scenario, max_queue=3, bogus=2)
     line = str(err.value)
-    assert line.startswith("bogus: unknown keyword; env arguments: scenario, placement, ")
+    assert line.startswith("bogus: unknown keyword; env arguments: scenario, policy, placement, ")
     assert "knobs of" not in line and "\n" not in line and len(line) < SHORT
 
 

@@ -216,7 +216,7 @@ def test_rgb_array_without_matplotlib_is_accepted_and_a_frame_is_one_line(
     # (test_env_checkers runs a real base install)
     import bacepipe_env.envs.geopipe as geopipe
 
-    monkeypatch.setattr(geopipe, "_RENDER_MODES", ("ansi",))
+    monkeypatch.setattr(geopipe.GeoPipeEnv, "metadata", {"render_modes": ["ansi"], "render_fps": 4})
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # what a blocked import looks like
     env = GeoPipeEnv("fig1", render_mode="rgb_array")
     env.reset(seed=0)

@@ -30,8 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import ValidationError
-from .rule_specs import Setting, make_rule, spec_name
+from .rule_specs import Setting, canonical_spec, make_rule, spec_name
 from .units import SECONDS_PER_HOUR
 
 __all__ = [
@@ -201,7 +200,4 @@ def make_elasticity(rule: str | ElasticityRule | None, *, field: str = "elastici
 def check_elasticity(rule: Any, *, field: str = "elasticity") -> str:
     """The canonical spec of a rule spec string (validated), e.g. ``none`` or
     ``greedy:min_gain=0.1``."""
-    if not isinstance(rule, str):
-        raise ValidationError(field, rule, "must be a rule name such as 'none' or 'greedy'")
-    name: str = make_elasticity(rule, field=field).name
-    return name
+    return canonical_spec(rule, _RULES, _NONE, field)

@@ -35,8 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import ValidationError
-from .rule_specs import Setting, make_rule, spec_name
+from .rule_specs import Setting, canonical_spec, make_rule, spec_name
 from .units import SECONDS_PER_HOUR
 
 __all__ = [
@@ -323,7 +322,4 @@ def make_preemption(rule: str | PreemptionRule | None, *, field: str = "preempti
 def check_preemption(rule: Any, *, field: str = "preemption") -> str:
     """The canonical spec of a rule spec string (validated), e.g. ``srtf`` or
     ``srtf:factor=3``."""
-    if not isinstance(rule, str):
-        raise ValidationError(field, rule, "must be a rule name such as 'none', 'srtf' or 'las'")
-    name: str = make_preemption(rule, field=field).name
-    return name
+    return canonical_spec(rule, _RULES, _NONE, field)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ValidationError
 
-__all__ = ["Setting", "make_rule", "spec_name"]
+__all__ = ["Setting", "canonical_spec", "make_rule", "spec_name"]
 
 
 @dataclass(frozen=True)
@@ -78,3 +78,19 @@ def make_rule(
             )
         values[setting.field] = value * setting.scale
     return none if cls is type(none) and not values else cls(**values)
+
+
+def canonical_spec(
+    rule: Any,
+    rules: Mapping[str, tuple[type[Any], tuple[Setting, ...]]],
+    none: Any,
+    field: str,
+) -> str:
+    """The canonical spec of a rule spec string (validated by :func:`make_rule`), e.g.
+    ``srtf:factor=3``; a one-line ValidationError naming ``field`` for anything but a string."""
+    if not isinstance(rule, str):
+        names = list(rules)
+        listed = ", ".join(f"'{n}'" for n in names[:-1]) + f" or '{names[-1]}'"
+        raise ValidationError(field, rule, f"must be a rule name such as {listed}")
+    name: str = make_rule(rule, rules, none, field).name
+    return name

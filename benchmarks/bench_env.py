@@ -97,6 +97,7 @@ IDS = (
     "bacepipe_env/GeoPipe-Online-Preempt-v1",
     "bacepipe_env/GeoPipe-Online-Announced-v0",
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0",
+    "bacepipe_env/GeoPipe-Online-Elastic-v0",
 )
 N_VEC = 8
 TARGET_RATIO = 0.15  # issue 14: every id at least 0.15 x CartPole-v1's steps/s, CPU time

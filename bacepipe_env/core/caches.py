@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
+from .helped import HelpedMemo
 from .limits import MEMO_CELLS
 from .placement import Placement
 from .preemption import PreemptionView
@@ -28,12 +30,14 @@ class Caches:
     arrays and submit times built once per scenario): a simulator's clones share them
     (:meth:`fork`), since a planner's forks ask about the same states again and again. The two
     kept per state (the preemption view and the next release, each valid at one version of the
-    state) are each simulator's own.
+    state, and the beneficiaries' memo) are each simulator's own.
     """
 
     __slots__ = (
         "columns",
         "full_gpus",
+        "helped",
+        "iteration_floors",
         "iteration_times",
         "memo_on",
         "memo_size",
@@ -49,10 +53,15 @@ class Caches:
 
     def __init__(self, n_regions: int) -> None:
         self.shape_keys: dict[int, tuple[object, ...]] = {}  # see Simulator.placement_shape
-        self.placement_answers: dict[tuple[object, ...], Placement | None] = {}  # see _placed
-        # (job, placement) -> Eq. (1) on the nominal links
-        self.iteration_times: dict[tuple[int, Placement], float] = {}
+        # The two memos that evict, oldest first, once full: ordered dicts, whose oldest entry
+        # goes in O(1). A plain dict's ``del memo[next(iter(memo))]`` scans past every entry
+        # deleted since the dict was last resized, up to ~100,000 of them on a full memo:
+        # 60 us a decision, what made a million-job run superlinear (issue 39).
+        self.placement_answers: OrderedDict[tuple[object, ...], Placement | None] = OrderedDict()
+        # (job, placement) -> Eq. (1) on the nominal links (see _placed and iteration_time)
+        self.iteration_times: OrderedDict[tuple[int, Placement], float] = OrderedDict()
         self.full_gpus: dict[int, int] = {}  # see Simulator.full_gpus
+        self.iteration_floors: dict[int, float] = {}  # see Simulator._least_remaining
         self.columns: tuple[np.ndarray, np.ndarray] | None = None  # see priority_columns
         self.price_array: np.ndarray | None = None  # see placement_arrays
         self.need: np.ndarray | None = None  # see _need_array
@@ -67,6 +76,8 @@ class Caches:
         self.memo_on = n_regions < _HASHED_FROM
         self.view: tuple[int, PreemptionView] | None = None  # the last view, at its version
         self.release: tuple[int, Release | None] | None = None  # next_release, likewise
+        # the preemption views' beneficiaries, kept across versions (see core.helped)
+        self.helped: HelpedMemo | None = None
 
     def fork(self) -> Caches:
         """A clone's caches: the pure memos shared, the per-state ones as they are now."""
@@ -74,4 +85,5 @@ class Caches:
         for name in Caches.__slots__:
             setattr(new, name, getattr(self, name))
         new.view = None  # a view computes through its simulator: the copy makes its own
+        new.helped = None  # and its memo of them is its own
         return new

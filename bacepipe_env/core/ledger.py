@@ -39,6 +39,7 @@ class Ledger:
         "booked",
         "capacity",
         "capacity_now",
+        "epoch",
         "free",
         "free_array",
         "free_array_of",
@@ -102,6 +103,9 @@ class Ledger:
         # the links' capacity now, each direction its own: the cluster's rows, or a copy that
         # link changes rewrite
         self.capacity_now: Any = [list(row) for row in rows] if faults else rows
+        # bumped at every change of the books (a booking, a release, a region or link change):
+        # what was worked out at one epoch holds while it stands (see core.helped)
+        self.epoch = 0
 
     def copy(self) -> Ledger:
         """An independent copy (the immutable views are shared, the mutable rows copied)."""
@@ -167,6 +171,7 @@ class Ledger:
         """Book ``p``'s GPUs (every copy's) and ``bookings[u, v]`` bytes/s on each link for
         ``job_id`` (under ``two_way`` on ``v -> u`` as well): ``b(L)`` on every link of a
         pipeline's path, and for data-parallel copies what they book together (semantics §3e)."""
+        self.epoch += 1
         free = self.free
         for r, g in p.cells:
             free[r] -= g
@@ -181,6 +186,7 @@ class Ledger:
 
     def give_back(self, job_id: int, p: Placement) -> None:
         """Return what ``job_id`` holds on ``p``."""
+        self.epoch += 1
         free = self.free
         for r, g in p.cells:
             free[r] += g
@@ -206,6 +212,7 @@ class Ledger:
             self._rebook(v, u)
 
     def _rebook(self, u: int, v: int) -> None:
+        self.epoch += 1
         holders = self.link_jobs.get((u, v))
         booked = math.fsum(holders.values()) if holders else 0.0
         capacity = self.link_capacity(u, v)
@@ -226,18 +233,21 @@ class Ledger:
     def close_region(self, region: int) -> None:
         """A region goes down: none of its GPUs is free until it comes back (its attempts
         have already given theirs back)."""
+        self.epoch += 1
         self.free_total -= self.free[region]
         self.free[region] = 0
         self.free_view = None
 
     def open_region(self, region: int) -> None:
         """A region comes back with every GPU free."""
+        self.epoch += 1
         self.free[region] = self.capacity[region]
         self.free_total += self.free[region]
         self.free_view = None
 
     def set_link_capacity(self, u: int, v: int, capacity: float) -> None:
         """The link ``u -> v`` carries ``capacity`` bytes/s from now on (a link change)."""
+        self.epoch += 1
         self.capacity_now[u][v] = capacity
         self.rebook(u, v)
 

@@ -31,6 +31,7 @@ class PendingQueue:
 
     __slots__ = (
         "array",
+        "epoch",
         "held",
         "maxima",
         "min_floor",
@@ -65,6 +66,9 @@ class PendingQueue:
         self.shape_of: dict[int, int] = {}
         self.tried: set[int] = set()  # offered in this pass, or sitting it out
         self.held: list[int] = []  # preempted at this instant: not offered in its pass
+        # bumped at every arrival, start and return to the queue: what was worked out of the
+        # queue at one epoch holds while it stands (see core.helped)
+        self.epoch = 0
 
     def copy(self) -> PendingQueue:
         """An independent copy (the ids array is replaced, never changed: shared)."""
@@ -83,6 +87,7 @@ class PendingQueue:
     # ------------------------------------------------------------------ changes
     def arrive(self, job_id: int) -> None:
         """A submitted job joins the queue, the latest in submission order."""
+        self.epoch += 1
         self.pending[job_id] = None
         if self.array is not None:  # kept, not rebuilt: O(1) numpy calls
             self.array = np.append(self.array, job_id)
@@ -93,6 +98,7 @@ class PendingQueue:
 
     def start(self, job_id: int) -> None:
         """A job leaves the queue: it starts."""
+        self.epoch += 1
         del self.pending[job_id]
         if self.shapes is not None:
             self._shape_remove(job_id)
@@ -105,6 +111,7 @@ class PendingQueue:
 
     def put_back(self, job_id: int) -> None:
         """An interrupted job returns to the queue, in its submission order."""
+        self.epoch += 1
         pending, rank = list(self.pending), self.rank
         i = len(pending)
         while i and rank[pending[i - 1]] > rank[job_id]:

@@ -28,6 +28,7 @@ from .caches import MEMO_SIZE, Caches
 from .cluster import Cluster
 from .elasticity import ElasticityRule, make_elasticity
 from .faults import FaultModel, FaultState
+from .helped import HelpedMemo, running_row
 from .ledger import Ledger
 from .limits import HORIZON_H, HORIZON_S
 from .perf import JobProfile, job_iteration_time, replica_micro_batches
@@ -161,7 +162,7 @@ class SimulationState(ReplicaReads):
         self._running: dict[int, Running] = {}  # job id -> its attempt, in start order
         self._accounts = Accounts(self._cluster, self.scenario.tariff)
         self._version = 0  # bumped at every change a preemption view reads
-        self._caches.view = self._caches.release = None
+        self._caches.view = self._caches.release = self._caches.helped = None
         self._unknown: frozenset[int] = frozenset()  # jobs a lookahead-limited clone left out
         # attempts are tracked when one can end early or change speed
         self._book = (
@@ -348,7 +349,7 @@ class SimulationState(ReplicaReads):
         if memo is not None:
             memo[(job_id, placement)] = t
             if len(memo) > MEMO_SIZE:
-                del memo[next(iter(memo))]  # the oldest first
+                memo.popitem(last=False)  # the oldest first, in O(1)
         return t
 
     def world_execution_time(self, job_id: int, placement: Placement) -> float:
@@ -435,7 +436,7 @@ class SimulationState(ReplicaReads):
         if memo_on:
             memo[key] = p
             if len(memo) > caches.memo_size:
-                del memo[next(iter(memo))]  # the oldest first
+                memo.popitem(last=False)  # the oldest first, in O(1)
         return p
 
     def placement_shape(self, job_id: int) -> tuple[object, ...]:
@@ -578,70 +579,47 @@ class SimulationState(ReplicaReads):
         """What a preemption rule reads of one running job."""
         book = self._book
         assert book is not None
-        now, rec = self._time, self._recovery
-        n = run.placement.n_gpus
-        cs = run.compute_start
-        stop = now if run.preempted_at is None else run.preempted_at
-        since = 0.0
-        if stop > cs:
-            ci = rec.checkpoint_interval_s
-            since = (stop - cs) - math.floor((stop - cs) / ci) * ci
-        remaining = max(0.0, run.finish - now)
-        count = book.n_preempted[job_id]
-        preemptible = (
-            run.preempted_at is None
-            and count < rec.max_preemptions
-            and remaining > (rec.preempt_checkpoint_s or 0.0)
-        )
-        attained = book.attained[job_id] + n * (now - run.start)
-        return RunningJob(
-            job_id, n, remaining, attained, now - run.start, run.start, since, count, preemptible
-        )
+        return running_row(job_id, run, self._time, self._recovery, book)
 
     def preemption_view(self) -> PreemptionView:
         """What a preemption rule decides from now (see :class:`PreemptionView`): every running
         job, and, computed when asked, the pending jobs each preemption would let start. A
-        one-line SimulationError when preemption is off."""
+        one-line SimulationError when preemption is off.
+
+        The beneficiaries and the queue's minima come through a
+        :class:`~bacepipe_env.core.helped.HelpedMemo`, which keeps them across versions while
+        what they depend on (the cluster's books, the jobs being preempted, the pending queue)
+        stands: the same answers as a fresh computation, without its placements."""
         if not self._preempts:
             raise SimulationError("preemption is off: give the simulator a preemption rule")
         caches = self._caches
-        if caches.view is not None and caches.view[0] == self._version:
+        version = self._version
+        if caches.view is not None and caches.view[0] == version:
             return caches.view[1]  # nothing changed since it was made: its answers stand
         book = self._book
         assert book is not None
-        now, rec = self._time, self._recovery
-        rows = tuple(self._running_row(j, run) for j, run in self._running.items())
-        draining = {j for j, run in self._running.items() if run.preempted_at is not None}
-        base = self._state_without(draining, now)
-        pending = tuple(self._queue.pending)
-        groups: dict[tuple[object, ...], list[int]] = {}  # per placement shape, its jobs
-        base_memo: dict[tuple[object, ...], bool] = {}  # shape -> it can start without one
+        now, rec, running = self._time, self._recovery, self._running
+        rows = tuple(running_row(j, run, now, rec, book) for j, run in running.items())
+        draining = frozenset(j for j, run in running.items() if run.preempted_at is not None)
+        memo = caches.helped
+        if memo is None:
+            memo = caches.helped = HelpedMemo()
+        pure = self.placement_policy.pure
+        ledger_key = (self._ledger.epoch, draining, None if pure else version)
+        queue_key = self._queue.epoch
+
+        def kept() -> HelpedMemo:
+            """The memo, synced to this view's state; a throwaway one for a view read after
+            its simulator moved on (which answers on the state then, as it always did)."""
+            got = memo if caches.helped is memo and self._version == version else HelpedMemo()
+            got.sync(ledger_key, queue_key)
+            return got
 
         def compute(victim: int) -> tuple[Beneficiary, ...]:
-            if not groups:
-                for j in pending:
-                    groups.setdefault(self.placement_shape(j), []).append(j)
-            state = self._state_without(draining | {victim}, now)
-            out = []
-            iters, attempts, attained = book.iters_left, book.attempts, book.attained
-            for key, jobs in groups.items():  # a shape's jobs get one placement on a state
-                p = self.placement_on(jobs[0], state)
-                if p is None:
-                    continue
-                if key not in base_memo:
-                    base_memo[key] = self.placement_on(jobs[0], base) is not None
-                if base_memo[key]:
-                    continue  # they can start without this preemption
-                t_iter = self.iteration_time(jobs[0], p)
-                for j in jobs:
-                    remaining = iters[j] * t_iter + (rec.restart_s if j in attempts else 0.0)
-                    out.append(Beneficiary(j, remaining, attained[j], p.n_gpus))
-            out.sort(key=lambda b: self._queue.rank[b.job_id])  # submission order
-            return tuple(out)
+            return kept().helped(victim, self, draining, now)
 
         def minima() -> tuple[float, float]:
-            lower = min((self._least_remaining(j) for j in pending), default=math.inf)
-            return lower, min((book.attained[j] for j in pending), default=math.inf)
+            return kept().minima(self)
 
         view = PreemptionView(
             now,
@@ -651,21 +629,25 @@ class SimulationState(ReplicaReads):
             restart_s=rec.restart_s,
             compute=compute,
         )
-        caches.view = (self._version, view)
+        caches.view = (version, view)
         return view
 
     def _least_remaining(self, job_id: int) -> float:
         """A lower bound on the job's remaining time on any placement, as the schedulers
         estimate it: the iteration with no communication and K* GPUs' per-stage compute
         (``L t(L) >= coeff + c0`` and ``Delta >= t(K*)`` for every ``L <= K*``, forward and
-        backward), times its iterations left."""
+        backward), times its iterations left (the bound per iteration worked out once per
+        job and shared by clones)."""
         book = self._book
         assert book is not None
-        p = self._profiles[job_id]
-        high = self.replica_range(job_id)[1]  # its most copies, each with ceil(M / d)
-        m1, k = replica_micro_batches(p.n_micro, high) - 1, p.k_star
-        forward = p.compute_coeff + p.stage_overhead + m1 * p.t_comp(k)
-        back = p.compute_coeff if p.backward_coeff is None else p.backward_coeff
-        floor = forward + (back + p.stage_overhead + m1 * p.t_bwd(k))
+        floors = self._caches.iteration_floors
+        floor = floors.get(job_id)
+        if floor is None:
+            p = self._profiles[job_id]
+            high = self.replica_range(job_id)[1]  # its most copies, each with ceil(M / d)
+            m1, k = replica_micro_batches(p.n_micro, high) - 1, p.k_star
+            forward = p.compute_coeff + p.stage_overhead + m1 * p.t_comp(k)
+            back = p.compute_coeff if p.backward_coeff is None else p.backward_coeff
+            floor = floors[job_id] = forward + (back + p.stage_overhead + m1 * p.t_bwd(k))
         restart = self._recovery.restart_s if book.has_run(job_id) else 0.0
         return restart + book.iters_left[job_id] * floor

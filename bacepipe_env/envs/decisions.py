@@ -49,9 +49,14 @@ def next_decision(sim: Simulator, s: EnvSettings, previewer: PlacementPreviewer)
             sim.defer()  # no job of the window would help: on to the next event
             continue
         window = candidates[: s.max_queue]
-        if not s.preview:
+        if not s.preview:  # every slot (and count in the job's range) untested: legal
             previews = [None] * len(window)
-            mask[: len(window)] = 1
+            if r:
+                ranges = [sim.replica_range(j) for j in window]
+                legal = [lo <= d <= hi for lo, hi in ranges for d in range(1, r + 1)]
+                mask[: len(legal)] = legal
+            else:
+                mask[: len(window)] = 1
             break
         previews = previewer(sim, window)
         if r:  # one action per slot and count of copies

@@ -144,7 +144,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
             sim.preempt(self._preemption.job_ids[a - s.n_place - 1])
         elif s.replica_choices:
             slot, c = divmod(a, s.replica_choices)
-            sim.place(self._queue.job_ids[slot], self._copies[slot][c])
+            job = self._queue.job_ids[slot]
+            if self._copies:
+                sim.place(job, self._copies[slot][c])
+            else:  # no previews: the simulator places the job with c + 1 copies
+                sim.place(job, None, c + 1)
         else:
             job = self._queue.job_ids[a]
             sim.place(job, default_copies(sim, job, self._previews[a]))

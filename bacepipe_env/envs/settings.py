@@ -176,7 +176,8 @@ def env_settings(
       a last action that places nothing until the next event.
     - ``observation``: ``"dict"``, ``"flat"`` or ``"masked"`` (RLlib's action-masking layout);
       ``scales``: :class:`~bacepipe_env.envs.config.ObsScales` or a mapping; ``preview``: the
-      placement previews (queue features 7-10 and the mask; off is faster); the optional
+      placement previews (queue features 7-10, the ``replicas`` array and the mask; off is
+      faster, zeros there, and every slot and count in the job's range legal); the optional
       arrays: ``grid_features`` (prices and carbon now), ``fault_features`` (regions down,
       links' capacity now), ``running_features`` (the running jobs and the next release) and
       ``announce_window=N`` (the first N announced jobs of the scenario's calendar).

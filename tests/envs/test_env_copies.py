@@ -91,3 +91,26 @@ def test_replica_choices_without_copies_is_one_pipeline_per_job() -> None:
     assert mask[:, 1:].sum() == 0 and mask[:, 0].sum() > 0
     with pytest.raises(ValidationError, match="replica_choices"):
         GeoPipeEnv("paper", replica_choices=-1)
+
+
+def test_without_previews_every_count_in_range_is_legal_and_places_that_many() -> None:
+    """``preview=False`` (the fast mode) tests nothing ahead: every visible job's counts in its
+    range (1 .. 4 on this id) are legal, the ``replicas`` array is zeros like the preview
+    features, and a place action asks the simulator for the job with that many copies."""
+    env = gym.make(ELASTIC, n_jobs=30, preview=False)
+    obs, info = env.reset(seed=3)
+    base = env.unwrapped
+    n_visible = len(base.queue_snapshot.job_ids)
+    mask = info["action_mask"][: base.n_place].reshape(30, R)
+    assert mask[:n_visible].all() and not mask[n_visible:].any()
+    assert not obs["replicas"].any()
+    job = base.queue_snapshot.job_ids[0]
+    env.step(base.place_action(0, 3))  # slot 0 with 3 copies, on an idle cluster
+    _, placement, _ = base.sim.job_state(job)
+    assert placement is not None and placement.n_replicas == 3
+    rng = np.random.default_rng(0)  # and a whole episode of random legal actions ends
+    terminated = truncated = False
+    while not (terminated or truncated):
+        legal = np.flatnonzero(info["action_mask"])
+        _, _, terminated, truncated, info = env.step(int(rng.choice(legal)))
+    assert terminated and info["episode_jobs_completed"] == 30

@@ -245,15 +245,17 @@ def main() -> None:
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    if args.phases:
-        for env_id in IDS:
-            phases(env_id)
-        return
-    if args.ids:  # a subset: the steps/s tables and CartPole-v1, not the long episode
+    chosen = IDS
+    if args.ids:
         chosen = tuple(i.strip() for i in args.ids.split(",") if i.strip())
         unknown = [i for i in chosen if i not in IDS]
         if unknown:
             raise SystemExit(f"unknown ids {unknown}; known: {list(IDS)}")
+    if args.phases:
+        for env_id in chosen:
+            phases(env_id)
+        return
+    if args.ids:  # a subset: the steps/s tables and CartPole-v1, not the long episode
         for env_id in chosen:
             for preview in (True, False):
                 rates = [

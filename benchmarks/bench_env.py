@@ -16,9 +16,10 @@ measured in the same run: one env as ``gym.make`` gives it, ``gym.make_vec`` of 
 and SB3's ``DummyVecEnv`` of 8 (issue 14's target: at least 0.15 everywhere).
 
 Run: ``python benchmarks/bench_env.py [--seconds S] [--repeats R] [--episodes E]
-[--profile] [--phases]`` (``--profile`` prints cProfile's top functions of one 1,000-job
-episode; ``--phases`` prints only where a step's time goes, per id: its phases and each
-observation array, in microseconds per step).
+[--profile] [--phases] [--ids A,B]`` (``--profile`` prints cProfile's top functions of one
+1,000-job episode; ``--phases`` prints only where a step's time goes, per id: its phases and
+each observation array, in microseconds per step; ``--ids`` limits the tables or the phases to
+those ids, beside CartPole-v1).
 """
 
 from __future__ import annotations

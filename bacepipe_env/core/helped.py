@@ -171,20 +171,13 @@ class HelpedMemo:
         free = sum(state.free) if pure else 0
         need = sim._queue.min_floor
         for first, _ in self.shape_groups(sim._queue.pending, sim.placement_shape):
-            if pure:
-                if need[first] > free or self._starts(first, sim, draining, now):
-                    continue
-                p = placed.get(first, _MISSING)
-                if p is _MISSING:
-                    p = placed[first] = place(first, state)
-                if p is None:
-                    continue
-            else:
-                p = placed.get(first, _MISSING)
-                if p is _MISSING:
-                    p = placed[first] = place(first, state)
-                if p is None or self._starts(first, sim, draining, now):
-                    continue
+            if pure and (need[first] > free or self._starts(first, sim, draining, now)):
+                continue
+            p = placed.get(first, _MISSING)
+            if p is _MISSING:
+                p = placed[first] = place(first, state)
+            if p is None or (not pure and self._starts(first, sim, draining, now)):
+                continue
             helped.append((first, p.n_gpus, sim.iteration_time(first, p)))
         key = tuple(helped)
         got = self.results.get(key)
@@ -228,18 +221,7 @@ class HelpedMemo:
         pending job has held)``, inf with none pending (what ``sim._least_remaining`` and a
         pass over the queue give, the same floats)."""
         if self.low is None:
-            pending, book = sim._queue.pending, sim._book
-            floors, least = sim._caches.iteration_floors, sim._least_remaining
-            iters, attempts, restart = book.iters_left, book.attempts, sim._recovery.restart_s
-            lower = math.inf
-            for j in pending:
-                floor = floors.get(j)
-                if floor is None:
-                    value = least(j)  # works the job's floor out, once
-                else:  # _least_remaining's very expression
-                    value = (restart if j in attempts else 0.0) + iters[j] * floor
-                if value < lower:
-                    lower = value
-            attained = sim._book.attained
+            pending, least, attained = sim._queue.pending, sim._least_remaining, sim._book.attained
+            lower = min((least(j) for j in pending), default=math.inf)
             self.low = (lower, min((attained[j] for j in pending), default=math.inf))
         return self.low

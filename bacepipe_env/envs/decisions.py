@@ -25,7 +25,9 @@ class DecisionPoint(NamedTuple):
 
     queue: QueueSnapshot  # the visible window
     previews: list[Preview | None]  # per slot: the placement it would start on, or None
-    copies: list[list[Placement | None]]  # per slot and count of copies (replica_choices)
+    # per slot, the placement per count of copies (1 .. replica_choices), or its default
+    # count's alone without replica_choices; empty without previews
+    copies: list[list[Placement | None]]
     mask: np.ndarray  # int8, one per action
     preemption: PreemptionWindow | None  # the preempt actions' window (preempt_window)
 
@@ -61,9 +63,9 @@ def next_decision(sim: Simulator, s: EnvSettings, previewer: PlacementPreviewer)
         previews = previewer(sim, window)
         if r:  # one action per slot and count of copies
             copies = copy_options(sim, window, previews, r)
-            legal = [p is not None for row in copies for p in row]
-        else:
-            legal = [default_copies(sim, j, pv) is not None for j, pv in zip(window, previews)]
+        else:  # one per slot: its default count
+            copies = [[default_copies(sim, j, pv)] for j, pv in zip(window, previews)]
+        legal = [p is not None for row in copies for p in row]
         if True in legal:
             mask[: len(legal)] = legal
             break

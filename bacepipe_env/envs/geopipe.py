@@ -21,7 +21,6 @@ from ..core.snapshot import QueueSnapshot
 from . import config as cfg
 from . import features
 from .config import ScenarioSource, make_placement
-from .copies import default_copies
 from .decisions import next_decision
 from .features import QUEUE_FEATURES, REGION_FEATURES, SUMMARY_FEATURES, Decision, PreemptionWindow
 from .info import step_info
@@ -142,16 +141,13 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         elif a > s.n_place:
             assert self._preemption is not None
             sim.preempt(self._preemption.job_ids[a - s.n_place - 1])
-        elif s.replica_choices:
-            slot, c = divmod(a, s.replica_choices)
+        else:  # the placement the decision worked out for this slot and count
+            slot, c = divmod(a, max(1, s.replica_choices))
             job = self._queue.job_ids[slot]
             if self._copies:
                 sim.place(job, self._copies[slot][c])
-            else:  # no previews: the simulator places the job with c + 1 copies
-                sim.place(job, None, c + 1)
-        else:
-            job = self._queue.job_ids[a]
-            sim.place(job, default_copies(sim, job, self._previews[a]))
+            else:  # no previews: the simulator places the job (with c + 1 copies if chosen)
+                sim.place(job, None, c + 1 if s.replica_choices else None)
         self._steps += 1
         self._next_decision()
         terms = self._meter(sim, illegal)
@@ -229,8 +225,10 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         self._queue, self._previews, self._copies, self._mask, self._preemption = point
 
     def _observe(self, sim: Simulator) -> Any:
-        d = Decision(sim, self._queue, self._previews, self.previewer, self._preemption)
-        obs = self.encoder.encode(d._replace(copies=self._copies))
+        d = Decision(
+            sim, self._queue, self._previews, self.previewer, self._preemption, self._copies
+        )
+        obs = self.encoder.encode(d)
         obs["action_mask"] = self._mask.copy()
         return features.layout(obs, self._dict_space, self.settings.observation_mode)
 

@@ -44,6 +44,6 @@ class Decision(NamedTuple):
     previews: Sequence[Preview | None]  # per window slot; None: no placement that can start
     previewer: PlacementPreviewer | None = None  # its memo serves ``wait_preview``
     preemption: PreemptionWindow | None = None  # the preempt actions' window (if any)
-    # per window slot, the placement with 1, 2, ... data-parallel copies (None: not legal);
-    # empty without replica actions
+    # per window slot, the placement with 1, 2, ... data-parallel copies (None: not legal; its
+    # default count's alone without replica actions); empty without previews
     copies: Sequence[Sequence[Placement | None]] = ()

@@ -112,8 +112,13 @@ def _exact(value: Any) -> Any:
         return [_exact(v) for v in value]
     if isinstance(value, dict):
         # a placement's data-parallel copies (semantics §3e), a field the reference predates:
-        # a job of one pipeline has none, and its digest is the reference's
-        return {k: _exact(v) for k, v in sorted(value.items()) if not (k == "replicas" and not v)}
+        # a job of one pipeline has none, and its digest is the reference's; an attempt's
+        # link bookings (issue 44) restate its placement's b(L), which the digest covers
+        return {
+            k: _exact(v)
+            for k, v in sorted(value.items())
+            if not (k == "replicas" and not v) and k != "bookings"
+        }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _exact(dataclasses.asdict(value))
     return repr(value)

@@ -236,7 +236,9 @@ class Accounts:
             self.carbon_accrued += run.carbon_rate * (end - start)
         self.cost_accrued += egress
         attempts = book.attempts.setdefault(job_id, [])
-        attempts.append(Attempt(start, end, run.placement, outcome, run.restart, wasted_s))
+        attempts.append(
+            Attempt(start, end, run.placement, outcome, run.restart, wasted_s, run.bookings)
+        )
         return len(attempts)
 
     def record(

@@ -49,6 +49,8 @@ class Running:
     # preempted at this time, writing its checkpoint until ``finish`` (None: not preempted)
     preempted_at: float | None = None
     wake: int = -1  # the sequence number of its live wake-up event (preemption only)
+    # what it books on each directed link, as the ledger holds it: (u, v, bytes/s)
+    bookings: tuple[tuple[int, int, float], ...] = ()
 
     def copy(self) -> Running:
         """An independent copy (its segments list too)."""

@@ -203,6 +203,10 @@ class Attempt:
     outcome: str
     restart: float = 0.0
     wasted: float = 0.0
+    # what it booked on each directed link (u, v, bytes/s): b(L) on every link of a pipeline's
+    # path, the copies' and the all-reduce's together for data-parallel copies, both
+    # directions of a pair under the physical model (semantics §3e, §4)
+    bookings: tuple[tuple[int, int, float], ...] = ()
 
     @property
     def duration(self) -> float:

@@ -13,7 +13,15 @@ from .faults import Attempt
 from .placement import Placement
 from .units import hours
 
-__all__ = ["FINITE_FIELDS", "JobRecord", "RunResult", "check_finite", "percentile"]
+__all__ = [
+    "FINITE_FIELDS",
+    "JobRecord",
+    "RunResult",
+    "attempt_dict",
+    "attempt_rows",
+    "check_finite",
+    "percentile",
+]
 
 #: The run's figures that must be finite (see :func:`check_finite`).
 FINITE_FIELDS = (
@@ -123,23 +131,61 @@ class JobRecord:
             "preemptions": self.preemptions,
             "wasted_gpu_hours": hours(self.wasted_gpu_seconds),
             "wasted_cost_usd": self.wasted_cost,
-            "attempts": [
-                {
-                    "start_s": a.start,
-                    "end_s": a.end,
-                    "path": [
-                        {"region": names[r], "gpus": n}
-                        for r, n in zip(*_pg(a.placement))  # type: ignore[arg-type]
-                    ],
-                    "outcome": a.outcome,
-                }
-                for a in self.attempts
-            ],
+            "attempts": [attempt_dict(a, names) for a in self.attempts],
         }
 
 
 def _pg(p: Placement) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return p.path, p.gpus
+
+
+def attempt_dict(a: Attempt, names: Sequence[str]) -> dict[str, Any]:
+    """One attempt as JSON: its times and outcome, its first copy's ``path``, every copy's
+    regions and GPUs (``copies``, the first one first) and the rate it booked on each
+    directed link (``links``, bytes/s): enough to check GPU and link capacity at every
+    instant from the JSON alone (semantics §3e, §4)."""
+    p: Placement = a.placement  # type: ignore[assignment]
+    return {
+        "start_s": a.start,
+        "end_s": a.end,
+        "path": [{"region": names[r], "gpus": n} for r, n in zip(p.path, p.gpus)],
+        "outcome": a.outcome,
+        "gpus": p.n_gpus,
+        "copies": [
+            [{"region": names[r], "gpus": n} for r, n in zip(q.path, q.gpus)] for q in p.pipelines
+        ],
+        "links": [
+            {"from": names[u], "to": names[v], "booked_Bps": rate} for u, v, rate in a.bookings
+        ],
+    }
+
+
+def attempt_rows(result: RunResult, names: Sequence[str]) -> list[dict[str, Any]]:
+    """One CSV row per attempt of every job: the job, the attempt's number, times and
+    outcome, its GPUs, every copy's path (``R0:4>R1:4``, copies joined by `` | ``) and the
+    rate it booked on each directed link (``R0>R1=1250000000``, joined by ``; ``)."""
+    rows = []
+    for rec in result.records:
+        for i, a in enumerate(rec.attempts):
+            p: Placement = a.placement  # type: ignore[assignment]
+            rows.append(
+                {
+                    "job_id": rec.job_id,
+                    "attempt": i + 1,
+                    "start_s": a.start,
+                    "end_s": a.end,
+                    "outcome": a.outcome,
+                    "gpus": p.n_gpus,
+                    "copies": " | ".join(
+                        ">".join(f"{names[r]}:{n}" for r, n in zip(q.path, q.gpus))
+                        for q in p.pipelines
+                    ),
+                    "links": "; ".join(
+                        f"{names[u]}>{names[v]}={rate:.17g}" for u, v, rate in a.bookings
+                    ),
+                }
+            )
+    return rows
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ each job was last resized. The timing is :func:`~bacepipe_env.core.perf.job_iter
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -35,30 +36,58 @@ class ReplicaState:
     listed runs one pipeline), when each job was last resized, and whether the rule was asked
     at the end of this scheduling pass."""
 
-    __slots__ = ("asked", "later_wakes", "min_run_s", "on", "ranges", "resized", "rule")
+    __slots__ = (
+        "asked",
+        "later_wakes",
+        "max_grows",
+        "min_run_s",
+        "n_grown",
+        "on",
+        "ranges",
+        "resized",
+        "rule",
+        "step",
+    )
 
     def __init__(self, rule: ElasticityRule, ranges: dict[int, tuple[int, int]]) -> None:
         self.rule = rule
         self.on = rule.name != "none"
         self.ranges = ranges  # shared with the scenario: never changed
-        self.resized: dict[int, float] = {}
+        self.resized: dict[int, float] = {}  # job -> when it was last resized
+        self.step: dict[int, int] = {}  # job -> its last resize: +1 grew, -1 shrank
+        self.n_grown: dict[int, int] = {}  # job -> the times it grew so far
         self.asked = False
         # how long a job runs before the rule may resize it: a wake-up then
         self.min_run_s = float(getattr(rule, "min_run_s", 0.0)) if self.on else 0.0
+        # the most grows of one job (semantics §3f): as a job shrinks only after it grew or
+        # from its start count, its resizes are at most 2 max_grows + its range of copies
+        self.max_grows = int(getattr(rule, "max_grows", 0)) if self.on else 0
         # wake-ups after an attempt's first, when preemption waits another time (simulator's)
         self.later_wakes: tuple[float, ...] = ()
 
     def reset(self) -> None:
         """Back to time zero: no job resized, the rule not asked."""
         self.resized = {}
+        self.step = {}
+        self.n_grown = {}
         self.asked = False
+
+    def note(self, job_id: int, step: int, now: float) -> None:
+        """Book a resize of ``job_id`` at ``now``: ``step`` +1 grew, -1 shrank."""
+        self.resized[job_id] = now
+        self.step[job_id] = step
+        if step > 0:
+            self.n_grown[job_id] = self.n_grown.get(job_id, 0) + 1
 
     def copy(self) -> ReplicaState:
         """An independent copy (the rule and the ranges shared)."""
         new = ReplicaState.__new__(ReplicaState)
         new.rule, new.on, new.ranges = self.rule, self.on, self.ranges
         new.min_run_s, new.later_wakes = self.min_run_s, self.later_wakes
+        new.max_grows = self.max_grows
         new.resized = dict(self.resized)
+        new.step = dict(self.step)
+        new.n_grown = dict(self.n_grown)
         new.asked = self.asked
         return new
 
@@ -95,6 +124,8 @@ class ReplicaReads:
         ) -> bool: ...
         def world_execution_time(self, job_id: int, placement: Placement) -> float: ...
         def placement_on(self, job_id: int, state: Release) -> Placement | None: ...
+        def placement_shape(self, job_id: int) -> tuple[object, ...]: ...
+        def next_release(self) -> Release | None: ...
         def _state_without(self, done: set[int], t: float) -> Release: ...
         def _release(self, job_id: int, run: Running) -> None: ...
         def _close_attempt(self, job_id: int, run: Running, end: float, outcome: str) -> None: ...
@@ -214,13 +245,17 @@ class ReplicaReads:
         """What an elasticity rule decides from now (see
         :class:`~bacepipe_env.core.elasticity.ElasticView`): every running job, whether a job
         is pending, the free GPUs, and, computed when asked, what one more or one fewer copy
-        would give each running job (semantics §3f)."""
-        now, rec = self._time, self._recovery
+        would give each running job (semantics §3f). A shrink lists the pending jobs the
+        admission rule would start at this instant once it is done (worked out on a copy of
+        the simulation that makes it); a grow is None when it would take GPUs or bandwidth a
+        pending job could start on now (the placement policy's answer for one changes)."""
+        now, rec, reps = self._time, self._recovery, self._replicas
         cost = (rec.preempt_checkpoint_s or 0.0) + rec.restart_s  # a resize's checkpoint-restart
         rows = []
         for j, run in self._running.items():
             low, high = self.replica_range(j)
             p = run.placement
+            last = reps.resized.get(j)
             rows.append(
                 ElasticJob(
                     j,
@@ -230,9 +265,10 @@ class ReplicaReads:
                     p.stages,
                     max(0.0, run.finish - now),
                     now - run.start,
-                    run.preempted_at is None
-                    and self._replicas.resized.get(j) != now
-                    and low < high,
+                    run.preempted_at is None and last != now and low < high,
+                    reps.step.get(j, 0),
+                    math.inf if last is None else now - last,
+                    reps.n_grown.get(j, 0) < reps.max_grows,
                 )
             )
 
@@ -247,21 +283,23 @@ class ReplicaReads:
         def grow(job_id: int) -> Resize | None:
             d = self._running[job_id].placement.n_replicas
             got = after(job_id, d + 1) if d < self.replica_range(job_id)[1] else None
-            return None if got is None else Resize(job_id, d + 1, got[0].n_gpus, got[1])
+            if got is None or self._takes_from_pending(job_id, d + 1):
+                return None
+            return Resize(job_id, d + 1, got[0].n_gpus, got[1])
 
         def shrink(job_id: int) -> Resize | None:
-            d = self._running[job_id].placement.n_replicas
-            got = after(job_id, d - 1) if d > 1 else None
-            if got is None:
-                return None
-            q, remaining = got
-            base = self._state_without({job_id}, now)
-            free, residual = _apply(
-                base.free, base.residual, q, self.bookings(job_id, q), self._two_way
-            )
-            state = Release(now, free, self._caches.rows_type(residual))
-            admits = tuple(j for j in self._queue.pending if self.placement_on(j, state))
-            return Resize(job_id, d - 1, q.n_gpus, remaining, admits)
+            # the most copies it can keep while the admission rule starts a pending job
+            low = self.replica_range(job_id)[0]
+            for d in range(self._running[job_id].placement.n_replicas - 1, low - 1, -1):
+                got = after(job_id, d)
+                if got is None:
+                    continue
+                trial = self.clone()  # type: ignore[attr-defined]  # an exact continuation
+                trial.resize(job_id, d)
+                admits = tuple(j for j in trial.pending if trial.offer(j) is not None)
+                if admits:
+                    return Resize(job_id, d, got[0].n_gpus, got[1], admits)
+            return None
 
         return ElasticView(
             now,
@@ -271,6 +309,38 @@ class ReplicaReads:
             grow=_remembered(grow),
             shrink=_remembered(shrink),
         )
+
+    def _takes_from_pending(self, job_id: int, replicas: int) -> bool:
+        """Whether running ``job_id`` on ``replicas`` copies from now would change what the
+        placement policy offers a pending job now or at the next GPU release (it takes GPUs
+        or bandwidth that job could start on, now or when it would start by ``finish-aware``'s
+        model of the future). Worked out on a copy of the simulation that makes the resize;
+        jobs of one shape get one answer, so each shape is asked once."""
+        if not self._queue.pending:
+            return False
+        trial = self.clone()  # type: ignore[attr-defined]  # an exact continuation
+        trial.resize(job_id, replicas)
+        now = self._time
+        pairs = [
+            (
+                Release(now, self.free_gpus, self.residual_rows),
+                Release(now, trial.free_gpus, trial.residual_rows),
+            )
+        ]
+        before, after = self.next_release(), trial.next_release()
+        if before is not None and after is not None:
+            pairs.append((before, after))
+        seen: set[tuple[object, ...]] = set()
+        for j in self._queue.pending:
+            shape = self.placement_shape(j)
+            if shape in seen:
+                continue
+            seen.add(shape)
+            for here, there in pairs:
+                p = self.placement_on(j, here)
+                if p is not None and trial.placement_on(j, there) != p:
+                    return True
+        return False
 
     def resize(self, job_id: int, replicas: int) -> Placement:
         """Run running job ``job_id`` on ``replicas`` data-parallel copies of its pipeline from
@@ -291,10 +361,17 @@ class ReplicaReads:
             raise SimulationError(
                 f"job {job_id} may run {low} to {high} copies of its pipeline, not {replicas!r}"
             )
-        if run.preempted_at is not None or self._replicas.resized.get(job_id) == self._time:
+        reps = self._replicas
+        if run.preempted_at is not None or reps.resized.get(job_id) == self._time:
             raise SimulationError(
                 f"job {job_id} cannot be resized now: it is writing its preemption checkpoint "
                 "or was resized at this instant"
+            )
+        grows = replicas > run.placement.n_replicas
+        if reps.on and grows and reps.n_grown.get(job_id, 0) >= reps.max_grows:
+            raise SimulationError(
+                f"job {job_id} cannot grow again: it grew {reps.max_grows} times "
+                "(the elasticity rule's max_grows)"
             )
         new = self.resized_placement(job_id, replicas)
         if new is None:
@@ -307,7 +384,7 @@ class ReplicaReads:
         self._close_attempt(job_id, run, self._time, "resized")
         rec = self._recovery
         self._start(job_id, new, (rec.preempt_checkpoint_s or 0.0) + rec.restart_s, queued=False)
-        self._replicas.resized[job_id] = self._time
+        reps.note(job_id, 1 if replicas > run.placement.n_replicas else -1, self._time)
         self._queue.tried.clear()  # GPUs came free or were taken: a new pass
         self._preempt_asked = self._replicas.asked = False
         return new

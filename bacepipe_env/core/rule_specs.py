@@ -25,6 +25,7 @@ class Setting:
     low: float
     high: float
     open_low: bool = False
+    integer: bool = False  # a count: a whole number, kept as an int
 
 
 def spec_name(name: str, rule: object, settings: tuple[Setting, ...]) -> str:
@@ -76,6 +77,11 @@ def make_rule(
             raise ValidationError(
                 field, rule, f"{setting.key} must be in [{setting.low:g}, {setting.high:g}]"
             )
+        if setting.integer:
+            if value != int(value):
+                raise ValidationError(field, rule, f"{setting.key} must be a whole number")
+            values[setting.field] = int(value)
+            continue
         values[setting.field] = value * setting.scale
     return none if cls is type(none) and not values else cls(**values)
 

@@ -502,13 +502,16 @@ class Simulator(SimulationState):
         execution = self.world_execution_time(job_id, p)  # Eq. (2)
         if p.replicas:
             reserved = prof.min_bandwidth(p.stages) if p.links else 0.0
-            self._ledger.take(job_id, p, self.bookings(job_id, p))
+            booked = self.bookings(job_id, p)
         else:
             reserved = prof.min_bandwidth(p.n_gpus) if len(p.path) > 1 else 0.0  # b(L_j)
-            self._ledger.take(job_id, p, dict.fromkeys(p.links, reserved))
+            booked = dict.fromkeys(p.links, reserved)
+        self._ledger.take(job_id, p, booked)
         if queued:
             self._queue.start(job_id)
         run = self._accounts.new_attempt(p, prof, self._time, execution, reserved)
+        if booked:
+            run.bookings = _directed(booked, self._two_way)
         if self._book is not None:
             self._begin_attempt(job_id, run, prof, restart)
         if run.finish > HORIZON_S:  # one comparison per start: the clock stays in range
@@ -552,7 +555,7 @@ class Simulator(SimulationState):
         self._record(
             job_id,
             run,
-            (Attempt(run.start, run.finish, run.placement, "completed"),),
+            (Attempt(run.start, run.finish, run.placement, "completed", bookings=run.bookings),),
             wait,
             run.execution,
             wait + run.execution,  # Eq. (3)
@@ -685,13 +688,36 @@ class Simulator(SimulationState):
             book, job_id, run, end, outcome, recovery, self._world_profiles[job_id]
         )
         if outcome != "completed" and n >= MAX_ATTEMPTS:
-            rate = 0.0 if self.faults is None else self.faults.gpu_failure_rate
-            raise SimulationError(
-                f"job {job_id} was interrupted {MAX_ATTEMPTS:,} times without finishing: "
-                f"failures outpace its checkpoints (gpu_failure_rate "
-                f"{rate:g}, checkpoint_interval_s "
-                f"{recovery.checkpoint_interval_s:g}, restart_s {recovery.restart_s:g})"
-            )
+            raise SimulationError(self._too_many_attempts(job_id))
+
+    def _too_many_attempts(self, job_id: int) -> str:
+        """The one line that stops a run whose job was interrupted ``MAX_ATTEMPTS`` times,
+        naming what interrupted it: its resizes, preemptions and failures or outages counted
+        apart, with the settings behind the largest count."""
+        book, recovery = self._book, self._recovery
+        assert book is not None
+        counts: dict[str, int] = {}
+        for a in book.attempts[job_id]:
+            counts[a.outcome] = counts.get(a.outcome, 0) + 1
+        resized, preempted = counts.pop("resized", 0), counts.pop("preempted", 0)
+        counts.pop("completed", None)
+        faulted = sum(counts.values())
+        cause = max(
+            (resized, f"elasticity rule {self.elasticity.name!r}"),
+            (preempted, f"preemption rule {self.preemption.name!r}"),
+            (
+                faulted,
+                "failures outpace its checkpoints (gpu_failure_rate "
+                f"{0.0 if self.faults is None else self.faults.gpu_failure_rate:g}, "
+                f"checkpoint_interval_s {recovery.checkpoint_interval_s:g}, "
+                f"restart_s {recovery.restart_s:g})",
+            ),
+        )[1]
+        return (
+            f"job {job_id} was interrupted {MAX_ATTEMPTS:,} times without finishing "
+            f"({resized:,} resizes, {preempted:,} preemptions, {faulted:,} failures or "
+            f"outages): {cause}"
+        )
 
     def _finish_after_faults(self, job_id: int, run: Running) -> None:
         self._close_attempt(job_id, run, run.finish, "completed")
@@ -701,6 +727,17 @@ class Simulator(SimulationState):
         execution = math.fsum(a.duration for a in attempts)
         jct = run.finish - self._jobs[job_id].submit_time
         self._record(job_id, run, attempts, jct - execution, execution, jct, book.totals[job_id])
+
+
+def _directed(
+    booked: dict[tuple[int, int], float], two_way: bool
+) -> tuple[tuple[int, int, float], ...]:
+    """``booked`` as ``(u, v, bytes/s)`` per directed link, as the ledger holds it: under
+    ``two_way`` (the physical model) a pair's booking on both of its directions."""
+    out = [(u, v, rate) for (u, v), rate in booked.items()]
+    if two_way:
+        out += [(v, u, rate) for (u, v), rate in booked.items() if u != v]
+    return tuple(sorted(out))
 
 
 class _FaultEffects:

@@ -118,6 +118,17 @@ def test_a_job_that_can_never_outrun_its_failures_is_an_error_not_a_hang() -> No
         bace_pipe().simulate(_one_region(1.0, 3600.0, 100_000.0))
 
 
+def test_too_many_interruptions_name_their_cause_counted_apart() -> None:
+    """The error counts resizes, preemptions and failures apart and blames the largest: here
+    every one of the 10,000 interruptions is a GPU failure, at the scenario's rate of 1."""
+    with pytest.raises(SimulationError) as err:
+        bace_pipe().simulate(_one_region(1.0, 3600.0, 100_000.0))
+    text = str(err.value)
+    assert f"(0 resizes, 0 preemptions, {MAX_ATTEMPTS:,} failures or outages)" in text
+    assert "failures outpace its checkpoints (gpu_failure_rate 1," in text
+    assert "\n" not in text
+
+
 def test_a_job_whose_failures_it_can_outrun_finishes() -> None:
     """The same job failing once a GPU-hour on average, checkpointing every 100 s and
     restarting in 10 s: it finishes, after some restarts."""

@@ -6,12 +6,15 @@ alike; at the end every job has finished exactly once."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 from bacepipe_env.core import Scenario, Simulator
+from bacepipe_env.core.elasticity import make_elasticity
 from bacepipe_env.errors import ScenarioError, SimulationError
 from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import load_scenario
@@ -115,3 +118,84 @@ def test_copies_hold_memory_links_gpus_and_every_job_finishes_once(args, rnd) ->
         0 if d else c for d, c in zip(sim.down_regions, scn.cluster.capacity)
     )
     assert float(sim.reserved_bandwidth.max(initial=0.0)) == pytest.approx(0.0, abs=1e-6)
+
+
+@SETTINGS
+@given(worlds(), st.sampled_from(["sjf", "sjf+finish-aware", "bace-pipe+finish-aware"]))
+def test_the_greedy_rule_never_thrashes(args, name) -> None:
+    """Read from the records alone (issue 44): every shrink is met at its instant by another
+    job's start (the admission rule started a waiting job on what it freed), no resize undoes
+    the job's previous one within min_run_h of it, and a job's resizes are at most
+    2 max_grows + max_replicas - 1 (a shrink follows a grow or the start count)."""
+    args = {**args, "elasticity": "greedy:min_gain=0", "preemption": "none"}
+    scn = _scenario(args)
+    rule = make_elasticity(scn.elasticity)
+    try:
+        result = make_policy(name).simulate(scn)
+    except SimulationError as exc:
+        if "never start" in str(exc) or "past the simulation horizon" in str(exc):
+            reject()
+        raise
+    starts = {
+        a.start
+        for r in result.records
+        for i, a in enumerate(r.attempts)
+        if i == 0 or r.attempts[i - 1].outcome != "resized"
+    }
+    event(f"resizes: {'some' if result.n_resizes else 'none'}")
+    for rec in result.records:
+        steps: list[tuple[float, int]] = []
+        for a, b in zip(rec.attempts, rec.attempts[1:]):
+            if a.outcome != "resized":
+                continue
+            step = 1 if b.placement.n_replicas > a.placement.n_replicas else -1
+            if step < 0:
+                assert a.end in starts, (rec.job_id, a.end)
+            if steps and steps[-1][1] == -step:
+                assert a.end - steps[-1][0] > rule.min_run_s, (rec.job_id, steps, a.end)
+            steps.append((a.end, step))
+        low, high = 1, int(args["max_replicas"])  # type: ignore[call-overload]
+        assert len(steps) <= 2 * rule.max_grows + high - low
+
+
+@SETTINGS
+@given(worlds(), st.sampled_from(["sjf+finish-aware", "bace-pipe"]))
+def test_the_json_alone_shows_gpu_and_link_capacity_held_at_every_instant(args, name) -> None:
+    """Issue 44: an outside checker needs only the run's JSON (and the cluster's nominal
+    capacities). Every attempt lists every copy's regions and GPUs and the rate it booked on
+    each directed link; sweeping the attempts' intervals, no region ever holds more GPUs than
+    it has and no directed link carries more than its capacity (the smaller of its two
+    directions under the physical model, which books a pair both ways)."""
+    scn = _scenario(args)
+    try:
+        result = make_policy(name).simulate(scn)
+    except SimulationError as exc:
+        if "never start" in str(exc) or "past the simulation horizon" in str(exc):
+            reject()
+        raise
+    names = scn.cluster.names
+    data = json.loads(json.dumps(result.to_dict(names)))
+    index = {n: i for i, n in enumerate(names)}
+    gpus_cap = scn.cluster.capacity
+    rows = np.asarray(scn.cluster.bandwidth_rows, dtype=float)
+    link_cap = np.minimum(rows, rows.T)  # physical: a pair is booked both ways
+    events: list[tuple[float, int, dict]] = []
+    for rec in data["jobs"]:
+        for a in rec["attempts"]:
+            held = sum(c["gpus"] for copy in a["copies"] for c in copy)
+            assert held == a["gpus"]
+            assert a["path"] == a["copies"][0]
+            events += [(a["end_s"], 0, a), (a["start_s"], 1, a)]  # ends before starts
+    event(f"copies in a JSON attempt: {max(len(e[2]['copies']) for e in events)} at most")
+    used = np.zeros(len(names))
+    booked = np.zeros_like(rows)
+    for _, kind, a in sorted(events, key=lambda e: (e[0], e[1])):
+        sign = 1.0 if kind else -1.0
+        for copy in a["copies"]:
+            for c in copy:
+                used[index[c["region"]]] += sign * c["gpus"]
+        for link in a["links"]:
+            booked[index[link["from"]], index[link["to"]]] += sign * link["booked_Bps"]
+        assert np.all(used <= np.asarray(gpus_cap) + 1e-9), used
+        assert np.all(booked <= link_cap * (1.0 + 1e-6) + 1e-6), (booked, link_cap)
+    assert np.allclose(used, 0.0) and np.allclose(booked, 0.0, atol=1e-3)

@@ -176,6 +176,70 @@ def test_the_greedy_rule_shrinks_a_job_to_admit_a_waiting_one() -> None:
     assert (j2.start_time, j2.finish_time) == (3600.0, 8300.0)
 
 
+class _AloneAdmission:
+    """Admits a job only onto an idle cluster (nothing running): a rule that declines what a
+    shrink or a grow would make room for, so the tests see the elastic rule ask it."""
+
+    name = "alone"
+
+    def admit(self, sim: Any, job_id: int, placement: Placement) -> bool:
+        return not sim.running
+
+
+def test_a_shrink_the_admission_rule_would_not_follow_with_a_start_never_happens() -> None:
+    """The shrink test's world, under a rule that admits J2 only onto an idle cluster. At
+    3600 s giving back J1's second copy would free 2 GPUs J2 could be placed on, but the
+    admission rule would not start it there (J1 still runs): the greedy rule leaves J1 alone
+    (before issue 44 it shrank J1 anyway and grew it back later). J1 keeps its two copies and
+    finishes at 4760 - 28800 / 47 = 4147.23 s, as in the grow test, and J2 starts then."""
+    scn = _scenario(
+        [("R0", 4, 0.1)],
+        [{"max_replicas": 2}, {"submit_h": 1.0}],
+        elasticity="greedy",
+    )
+    sim = Simulator(scn, make_policy("sjf").placement, admission=_AloneAdmission())
+    j1, j2 = sim.run(make_policy("sjf").ordering).records
+    assert [a.outcome for a in j1.attempts] == ["resized", "completed"]
+    assert j1.finish_time == pytest.approx(4760 - 28800 / 47, rel=REL)
+    assert j2.start_time == j1.finish_time and j2.resizes == 0
+
+
+def test_a_grow_never_takes_gpus_a_waiting_job_could_start_on() -> None:
+    """J1 and J2 (one copy each, 2 GPUs) both arrive at 0 on R0's 4 GPUs; the rule above
+    starts J1 and declines J2, which could be placed on the other 2 GPUs. At J1's wake-up
+    (900 s) a second copy would gain 552.77 s (the grow test), but it would take J2's GPUs:
+    J1 keeps one copy and finishes at E = 4700 s. J2 starts then, alone, and grows at its own
+    wake-up, 900 s later, as in the grow test: it finishes at 4700 + 4760 - 28800 / 47 s."""
+    scn = _scenario(
+        [("R0", 4, 0.1)],
+        [{"max_replicas": 2}, {"max_replicas": 2}],
+        elasticity="greedy",
+    )
+    sim = Simulator(scn, make_policy("sjf").placement, admission=_AloneAdmission())
+    result = sim.run(make_policy("sjf").ordering)
+    j1, j2 = result.records
+    assert j1.resizes == 0 and (j1.finish_time, j2.start_time) == (4700.0, 4700.0)
+    got = [(a.start, a.outcome) for a in j2.attempts]
+    assert got == [(4700.0, "resized"), (5600.0, "completed")]
+    assert j2.finish_time == pytest.approx(4700 + 4760 - 28800 / 47, rel=REL)
+
+
+def test_the_greedy_rule_grows_a_job_at_most_max_grows_times() -> None:
+    """A job that may grow no more than max_grows times: with max_grows=0 the grow test's
+    job keeps its one copy (E = 4700 s); a resize asked of the simulator past the bound is a
+    one-line error."""
+    scn = _scenario([("R0", 4, 0.1)], [{"max_replicas": 2}], elasticity="greedy:max_grows=0")
+    (rec,) = make_policy("sjf").simulate(scn).records
+    assert rec.resizes == 0 and rec.finish_time == 4700.0
+    sim = Simulator(scn, make_policy("sjf").placement)
+    assert sim.next_decision() == (1,)
+    sim.place(1)
+    with pytest.raises(SimulationError, match=r"cannot grow again: it grew 0 times \(the"):
+        sim.resize(1, 2)
+    with pytest.raises(ValidationError, match="max_grows must be a whole number"):
+        _scenario([("R0", 4, 0.1)], [{}], elasticity="greedy:max_grows=1.5")
+
+
 def test_a_resize_keeps_every_gpu_and_link_accounted() -> None:
     scn = _scenario([("R0", 4, 0.1)], [{"max_replicas": 2}], elasticity="greedy")
     sim = Simulator(scn, make_policy("sjf").placement)

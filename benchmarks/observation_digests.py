@@ -6,7 +6,8 @@ fixed seeded play: the reference that keeps restructuring of the simulator and t
 
 was run at commit df3ba3f, before the typed ``World`` and the fault events (the digest of
 ``GeoPipe-Online-Elastic-v0``, registered later, was added when the id was, before the env's
-restructuring of issue 39);
+restructuring of issue 39, and recorded again at issue 44, when the all-reduce's gradients
+became 4 bytes, ``constants.bytes_per_grad``: with 2 the old digest is reproduced);
 ``tests/envs/test_observation_digests.py`` recomputes the digests with the current code and
 compares. A digest is the SHA-256 of every observation array's bytes (with its dtype and
 shape), every action mask, every reward (``float.hex``) and every ``terminated`` /

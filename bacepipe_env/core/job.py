@@ -55,7 +55,11 @@ class TrainingConstants:
     """The per-job constants of the performance model (semantics §3); all are scenario knobs.
 
     Defaults: sequence length 2048, micro-batch 1, A6000 dense bf16 peak 154.8 TFLOP/s, model
-    FLOP utilisation 0.4, zero per-stage overhead, 2-byte (fp16) activations. The memory model
+    FLOP utilisation 0.4, zero per-stage overhead, 2-byte (16-bit) activations and 4-byte (fp32)
+    gradients in the data-parallel all-reduce: Megatron-LM all-reduces the gradients of bf16
+    training in fp32 unless told otherwise (``megatron/training/arguments.py``: "bfloat16
+    requires gradient accumulation and all-reduce to be done in fp32"; ``--grad-reduce-in-bf16``
+    turns it off). The memory model
     (semantics §3a, :mod:`bacepipe_env.core.memory`) uses 16 bytes of training state per
     parameter and 34 bytes per token per hidden unit for one layer's working activations.
     """
@@ -65,7 +69,8 @@ class TrainingConstants:
     peak_flops: float = 154.8e12  # FLOP/s per GPU
     mfu: float = 0.4
     stage_overhead: float = 0.0  # c0, seconds per stage per micro-batch
-    bytes_per_value: int = 2  # fp16 activations and gradients
+    bytes_per_value: int = 2  # 16-bit activations at the stage boundaries
+    bytes_per_grad: int = 4  # fp32 gradients in the data-parallel all-reduce (Megatron-LM, bf16)
     bytes_per_param: float = 16.0  # bf16 weights + grads, fp32 master weights + Adam m, v
     layer_activation_factor: float = 34.0  # bytes per token per hidden unit, one layer
 
@@ -77,6 +82,7 @@ class TrainingConstants:
             ("mfu", "mfu", None),
             ("stage_overhead", "stage_overhead_s", None),
             ("bytes_per_value", "bytes_per_value", None),
+            ("bytes_per_grad", "bytes_per_grad", None),
             ("bytes_per_param", "bytes_per_param", None),
             ("layer_activation_factor", "layer_activation_factor", None),
         ):

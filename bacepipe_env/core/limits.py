@@ -197,6 +197,7 @@ LIMITS: Mapping[str, Limit] = {
     "constants.stage_overhead_s": Limit(0.0, 3600.0, "s"),
     "constants.power_kw": Limit(0.0, 100.0, "kW", open_low=True),
     "constants.bytes_per_value": Limit(1, 16, "bytes", integer=True),
+    "constants.bytes_per_grad": Limit(1, 16, "bytes", integer=True),
     "constants.bytes_per_param": Limit(0.0, 64.0, "bytes", open_low=True),
     "constants.layer_activation_factor": Limit(0.0, 10_000.0, "bytes"),
     "constants.epochs": _EPOCHS,

@@ -451,11 +451,12 @@ def job_iteration_time(
 
 
 def stage_gradient_bytes(profile: JobProfile, stages: int) -> float:
-    """One stage's gradients (bytes) with ``stages`` stages: ``bytes_per_value * N / L``, in the
-    activations' precision, the parameters spread evenly over the stages as the memory model
-    spreads them (semantics §3a, §3e)."""
+    """One stage's gradients (bytes) with ``stages`` stages: ``bytes_per_grad * N / L``, in the
+    all-reduce's precision (``constants.bytes_per_grad``, 4 by default: the fp32 gradients
+    Megatron-LM reduces in bf16 training), the parameters spread evenly over the stages as the
+    memory model spreads them (semantics §3a, §3e)."""
     job = profile.job
-    return job.constants.bytes_per_value * job.model.params / stages
+    return job.constants.bytes_per_grad * job.model.params / stages
 
 
 def allreduce_time(

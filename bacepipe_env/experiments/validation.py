@@ -38,6 +38,7 @@ from .validation_dp import (
     Summary,
     allreduce_seconds,
     blocking_sends,
+    breakdown_table,
     dp_table,
     kind,
     misses_table,
@@ -51,6 +52,7 @@ from .validation_dp import (
 __all__ = [
     "BYTES_PER_FLOAT",
     "DATA_FILES",
+    "GRAD_BYTES",
     "LEVELS",
     "PAPER_NO_DP",
     "PEAKS",
@@ -65,6 +67,7 @@ __all__ = [
     "load_network",
     "load_profiles",
     "load_runs",
+    "ops_share_stages",
     "predict_all",
     "published_points",
     "render_csv",
@@ -83,10 +86,14 @@ DATA_FILES = (
 )
 _DATA = "data/sailor"
 
-#: Bytes per activation value at a stage boundary and per gradient value in the all-reduce.
-#: Sailor's OPT-350 run script (``run_opt.slurm``) passes neither ``--fp16`` nor ``--bf16``:
-#: the runs train in fp32.
+#: Bytes per activation value at a stage boundary. Sailor's OPT-350 run script
+#: (``run_opt.slurm``) passes neither ``--fp16`` nor ``--bf16``: the runs train in fp32.
 BYTES_PER_FLOAT = 4
+
+#: Bytes per gradient value in the data-parallel all-reduce, a setting apart from the
+#: activations' (the simulator's ``constants.bytes_per_grad``): fp32 training keeps fp32
+#: gradients, and DeepSpeed's pipeline engine all-reduces them as they are.
+GRAD_BYTES = 4
 
 #: The levels of prediction: measured per-layer times, then FLOPs at the 16-bit tensor peaks
 #: (the simulator's own assumption) and at the plain fp32 peaks (the runs' precision).
@@ -176,6 +183,7 @@ class Run:
     red_grads: float | None  # the file's undocumented `red_grads` (s); read by nothing
     suspect: bool
     notes: str
+    ops: tuple[int, ...] | None = None  # Aceso: each stage's operators; None for Sailor
 
     @property
     def stage_gpus(self) -> tuple[str, ...] | None:
@@ -241,7 +249,10 @@ def load_runs() -> list[Run]:
     for i, row in enumerate(csv.DictReader(io.StringIO(_read(DATA_FILES[0]))), start=1):
         layout = row["layers_per_stage"]
         stages = None
-        if not layout.startswith("ops"):
+        ops = None
+        if layout.startswith("ops per stage "):
+            ops = tuple(int(n) for n in layout.removeprefix("ops per stage ").split("|"))
+        elif not layout.startswith("ops"):
             stages = tuple(
                 (int(a), int(b)) for a, b in (part.split("-") for part in layout.split("|"))
             )
@@ -268,6 +279,7 @@ def load_runs() -> list[Run]:
                 red_grads=float(row["red_grads"]) if row["red_grads"] else None,
                 suspect="suspect" in row["notes"].lower(),
                 notes=row["notes"],
+                ops=ops,
             )
         )
     return runs
@@ -314,7 +326,7 @@ def _not_pipeline(run: Run, profiles: dict[tuple[str, str, int, int], Any]) -> s
     schedule level; empty when it can."""
     if run.measured_s is None:
         return "no measured iteration time (the plan file's `real` is empty)"
-    if run.stages is None and run.pp > 1:
+    if run.stages is None and (run.ops is None or len(run.ops) != run.pp):
         return (
             "not representable: Aceso splits stages by operator (ops per stage), not by "
             "the profiled layers"
@@ -335,14 +347,33 @@ PAPER_NO_DP = "not predicted under Eq. (1): the paper's model has no replicas (d
 _Layout = list[tuple[list[list[LayerProfile]], list[str]]]
 
 
+def ops_share_stages(ops: Sequence[int], n_layers: int) -> tuple[tuple[int, int], ...]:
+    """An Aceso plan's stages as ranges of ``n_layers`` profiled layers, by operator share:
+    stage s ends at layer ``round(n_layers x (ops[0] + ... + ops[s]) / sum(ops)) - 1``, so it
+    holds about its share of the operators' layers (an approximation: Aceso splits inside a
+    layer, and its operators are not equally long). One stage holds every layer.
+
+    ``(78, 78, 81, 78)`` over 26 layers -> ends at 6.44, 12.88, 19.56 -> 0-5, 6-12, 13-19, 20-25."""
+    total = sum(ops)
+    bounds: list[tuple[int, int]] = []
+    lo, seen = 0, 0
+    for i, n in enumerate(ops):
+        seen += n
+        hi = n_layers if i == len(ops) - 1 else round(n_layers * seen / total)
+        bounds.append((lo, hi - 1))
+        lo = hi
+    return tuple(bounds)
+
+
 def _layout(run: Run, profiles: dict[tuple[str, str, int, int], list[LayerProfile]]) -> _Layout:
-    """Each replica's stages: their profiled layers and GPU types (an Aceso run with one
-    stage holds every layer)."""
+    """Each replica's stages: their profiled layers and GPU types (an Aceso run's stages by
+    operator share, :func:`ops_share_stages`; with one stage it holds every layer)."""
     out: _Layout = []
     for gpus in run.replicas or ():
         stages = run.stages
         if stages is None:
-            stages = ((0, len(profiles[(run.model, gpus[0], run.micro_batch, run.tp)]) - 1),)
+            n_layers = len(profiles[(run.model, gpus[0], run.micro_batch, run.tp)])
+            stages = ops_share_stages(run.ops or (1,), n_layers)
         layers = [
             profiles[(run.model, g, run.micro_batch, run.tp)][lo : hi + 1]
             for (lo, hi), g in zip(stages, gpus)
@@ -376,12 +407,12 @@ def _allreduce(
     network: dict[tuple[str, int, str, int], tuple[float, float, float]],
 ) -> float:
     """The gradient all-reduce term (:func:`~.validation_dp.allreduce_seconds`): stage s's
-    buffer is ``BYTES_PER_FLOAT`` x its layers' ``params_full`` (fp32 gradients), its ring
+    buffer is ``GRAD_BYTES`` x its layers' ``params_full`` (fp32 gradients), its ring
     the stage's copies in replica order, each edge timed with Sailor's inter-node fit between
     the two copies' GPU types, ``tp`` GPUs on each side. 0 for one replica."""
     if len(layout) < 2:
         return 0.0
-    buffers = [BYTES_PER_FLOAT * math.fsum(p.params_full for p in st) for st in layout[0][0]]
+    buffers = [GRAD_BYTES * math.fsum(p.params_full for p in st) for st in layout[0][0]]
     rings = [[gpus[s] for _, gpus in layout] for s in range(len(buffers))]
 
     def link(a: str, b: str, n_bytes: float) -> float:
@@ -451,7 +482,14 @@ def schedule_prediction(
         max(math.fsum(p.update_s for p in stage) for stage in layers) for layers, _ in layout
     )
     pred = _replicated(run, "schedule", layout, times, network, update)
-    note = "" if run.stages is not None else "Aceso runtime timed with Sailor's profile"
+    note = ""
+    if run.stages is None:
+        note = "Aceso runtime timed with Sailor's profile"
+    if run.stages is None and run.pp > 1:
+        n_layers = sum(len(stage) for stage in layout[0][0])
+        mapped = "|".join(f"{a}-{b}" for a, b in ops_share_stages(run.ops or (), n_layers))
+        ops = "|".join(map(str, run.ops or ()))
+        note += f"; approximate layout: ops {ops} as layers {mapped} by operator share"
     return replace(pred, approximate=note)
 
 
@@ -524,7 +562,7 @@ def summarise(predictions: Sequence[Prediction]) -> list[Summary]:
         for model in MODELS:
             for runs in RUN_KINDS:
                 errs = [
-                    (abs(e), p.run.name)
+                    (e, p.run.name)
                     for p in rows
                     if kind(p.run) == runs and (e := p.error(model)) is not None
                 ]
@@ -675,15 +713,16 @@ def render_page(predictions: Sequence[Prediction], command: str) -> str:
     skipped = [p for p in predictions if p.level == "schedule" and p.reason]
     flops_only = {p.run.row: p.reason for p in predictions if p.level == "flops" and p.reason}
     sum_lines = [
-        "| level | model | runs | n | median abs. error | p90 abs. error | worst abs. error "
-        "| worst run |",
-        "|---|---|---|---:|---:|---:|---:|---|",
+        "| level | model | runs | n | median abs. error | p90 abs. error | median signed error "
+        "| worst abs. error | worst run |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for s in summary:
         stats = (
-            f"{s.median_abs:.1%} | {s.p90_abs:.1%} | {s.worst_abs:.1%} | {s.worst_run}"
+            f"{s.median_abs:.1%} | {s.p90_abs:.1%} | {s.median_signed:+.1%} "
+            f"| {s.worst_abs:.1%} | {s.worst_run}"
             if s.n_runs
-            else "- | - | - | not predicted: Eq. (1) has no replicas"
+            else "- | - | - | - | not predicted: Eq. (1) has no replicas"
         )
         sum_lines.append(f"| {s.level} | {s.model} | {s.runs} | {s.n_runs} | {stats} |")
     skip_lines = [
@@ -735,6 +774,8 @@ def render_page(predictions: Sequence[Prediction], command: str) -> str:
         n_flops_dp=sum(1 for p in flops if p.run.dp > 1),
         n_skipped=len(skipped),
         bytes_per_float=BYTES_PER_FLOAT,
+        grad_bytes=GRAD_BYTES,
+        n_approximate=sum(1 for p in sched if "approximate layout" in p.approximate),
         mfu=MFU,
         summary="\n".join(sum_lines),
         targets="\n".join(targets_text(summary, predictions)),
@@ -742,6 +783,7 @@ def render_page(predictions: Sequence[Prediction], command: str) -> str:
         dp_table="\n".join(dp_table(predictions)),
         sensitivity="\n".join(sensitivity_tables(predictions, (28, 31))),
         misses="\n".join(misses_table(predictions)),
+        breakdown="\n".join(breakdown_table(predictions)),
         flops_table="\n".join(_table(flops)),
         flops_only="\n".join(["| row | run | reason |", "|---:|---|---|", *extra]) if extra else "",
         skipped_table="\n".join(skip_lines),

@@ -9,6 +9,7 @@ region's intra bandwidth (Eq. 13).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -25,8 +26,15 @@ from bacepipe_env.core import (
     iteration_time,
     profile_job,
 )
-from bacepipe_env.core.perf import electricity_cost, placement_comm_times
-from bacepipe_env.scenarios import load_scenario
+from bacepipe_env.core.perf import (
+    allreduce_time,
+    electricity_cost,
+    job_iteration_time,
+    placement_comm_times,
+    stage_gradient_bytes,
+)
+from bacepipe_env.errors import ScenarioError
+from bacepipe_env.scenarios import build_scenario, load_scenario
 
 LLAMA_70B = ModelSpec("Llama-3.1-70B", 70e9, 80, 8192)
 A6000 = TrainingConstants()  # S = 2048, m = 1, 154.8 TFLOP/s, mfu 0.4, c0 = 0, fp16
@@ -329,3 +337,80 @@ def test_simulator_uses_the_performance_model() -> None:
 def test_electricity_cost() -> None:
     # 2 h on 3 GPUs at 0.1 and 1 GPU at 0.3 -> sum n_r P_r = 0.6; 0.3 kW each: 2 * 0.6 * 0.3
     assert electricity_cost(7200.0, 0.6, 0.3) == pytest.approx(0.36)
+
+
+# ----------------------------------------------------------------------------- gradient bytes
+
+
+def test_gradient_bytes_are_a_setting_apart_from_activation_bytes() -> None:
+    # Default 4-byte (fp32) gradients, Megatron-LM's for bf16 training, against 2-byte
+    # activations: one of 8 stages of Llama-3.1-70B holds 4 * 70e9 / 8 = 35e9 bytes of
+    # gradients, while its activation stays 1 * 2048 * 8192 * 2 = 33,554,432 bytes.
+    assert (A6000.bytes_per_value, A6000.bytes_per_grad) == (2, 4)
+    prof = profile_job(Job(1, LLAMA_70B, "d", 100, 128), 1e9)
+    assert stage_gradient_bytes(prof, 8) == 35e9
+    assert prof.activation_bytes == 33_554_432
+    # 4-byte activations leave the gradients alone; 2-byte gradients halve them
+    wide = profile_job(
+        Job(1, LLAMA_70B, "d", 100, 128, constants=replace(A6000, bytes_per_value=4)), 1e9
+    )
+    assert stage_gradient_bytes(wide, 8) == 35e9
+    bf16 = profile_job(
+        Job(1, LLAMA_70B, "d", 100, 128, constants=replace(A6000, bytes_per_grad=2)), 1e9
+    )
+    assert stage_gradient_bytes(bf16, 8) == 17.5e9
+
+
+def _dp_world(**constants: object) -> Scenario:
+    # tests/core/test_replicas.py's worked example (N = 3e9, 2 layers, M = 4, 1 GFLOP/s GPUs,
+    # every link 1e9 B/s; two copies of K* = 2 stages each run 2 micro-batches in 29 s)
+    return build_scenario(
+        {
+            "name": "golden-dp-grad",
+            "model": "physical",
+            "scheduler_model": "world",
+            "recompute": False,
+            "ignore_memory": True,
+            "constants": {
+                "seq_len": 1,
+                "micro_batch": 1,
+                "peak_tflops": 0.001,
+                "mfu": 1.0,
+                **constants,
+            },
+            "regions": [{"name": "R0", "gpus": 4, "price_usd_per_kwh": 0.1, "intra_gbps": 8}],
+            "links": {"matrix_gbps": [[0]]},
+            "models": [
+                {"name": "DP", "params": 3e9, "layers": 2, "hidden": 500_000_000, "batch": 4}
+            ],
+            "datasets": [{"name": "D", "samples": 400}],
+            "jobs": [{"model": "DP", "dataset": "D", "min_replicas": 2, "max_replicas": 2}],
+        }
+    )
+
+
+def test_the_all_reduce_moves_fp32_gradients_by_default() -> None:
+    """The default 4-byte gradients: a stage's G = 4 * 3e9 / 2 = 6e9 bytes, a chunk G / 2 =
+    3e9 bytes takes 3e9 / 1e9 = 3 s, 2 (d - 1) = 2 steps: 6 s (2-byte gradients: 3 s), so an
+    iteration is 29 + 6 = 35 s (29 + 3 = 32 s). One copy (d = 1) has no all-reduce: its
+    iteration is the very same float whatever the gradient bytes."""
+    wide, narrow = _dp_world(), _dp_world(bytes_per_grad=2)
+    placement = Placement((0,), (2,), (Placement((0,), (2,)),))
+    for scn, allreduce, iteration in ((wide, 6.0, 35.0), (narrow, 3.0, 32.0)):
+        prof = scn.profiles[1]
+        assert stage_gradient_bytes(prof, 2) == 2 * allreduce * 1e9 / 2
+        assert allreduce_time(prof, scn.cluster, placement) == pytest.approx(allreduce, rel=1e-12)
+        assert job_iteration_time(prof, scn.cluster, placement) == pytest.approx(
+            iteration, rel=1e-12
+        )
+    one = Placement((0,), (2,))
+    assert job_iteration_time(wide.profiles[1], wide.cluster, one) == job_iteration_time(
+        narrow.profiles[1], narrow.cluster, one
+    )
+
+
+@pytest.mark.parametrize("value", [0, 17, 2.5])
+def test_bytes_per_grad_out_of_range_is_one_line(value: object) -> None:
+    with pytest.raises(ScenarioError) as err:
+        _dp_world(bytes_per_grad=value)
+    assert "constants.bytes_per_grad" in str(err.value) and "\n" not in str(err.value)

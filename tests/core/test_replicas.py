@@ -40,7 +40,16 @@ from bacepipe_env.policies.registry import make_policy
 from bacepipe_env.scenarios import build_scenario, load_scenario
 
 REL = 1e-12
-CONSTANTS = {"seq_len": 1, "micro_batch": 1, "peak_tflops": 0.001, "mfu": 1.0, "power_kw": 0.5}
+# 2-byte gradients (``bytes_per_grad``, 4 by default since issue 44): the arithmetic below
+# (G = 2 * 3e9 / 2 = 3e9 bytes) is worked out for them; tests/core/test_perf.py has the default
+CONSTANTS = {
+    "seq_len": 1,
+    "micro_batch": 1,
+    "peak_tflops": 0.001,
+    "mfu": 1.0,
+    "power_kw": 0.5,
+    "bytes_per_grad": 2,
+}
 MODEL = {"name": "DP", "params": 3e9, "layers": 2, "hidden": 500_000_000, "batch": 4}
 
 

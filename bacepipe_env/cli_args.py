@@ -170,8 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser(
         "simulate",
         help="run a policy (BACE-Pipe) on a scenario, print every job",
-        usage="%(prog)s (--scenario NAME|PATH | --env-id ID) [--seed SEED] [world flags]\n"
-        "       [--policy NAME] [--partial-take] [--json OUT] [--plot PATH]",
+        usage="%(prog)s (--scenario NAME|PATH | --env-id ID) [--seed SEED]\n"
+        "       [world flags] [--policy NAME] [--partial-take] [--json OUT] [--plot PATH]",
     )
     sim_groups = _groups(sim, "world", "policy", "output")
     source = sim_groups["world"].add_mutually_exclusive_group(required=True)

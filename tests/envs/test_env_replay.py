@@ -20,6 +20,7 @@ import pytest
 
 import bacepipe_env  # noqa: F401  (registers the ids)
 from bacepipe_env.cli import main
+from bacepipe_env.core.admission import make_admission
 from bacepipe_env.envs import ENV_IDS, make_agent, run_episode
 from bacepipe_env.envs.replay import replay_command, reset_rng, scenario_for
 from bacepipe_env.errors import ValidationError
@@ -233,3 +234,23 @@ def test_replay_command_spells_world_keywords_as_flags() -> None:
     assert replay_command(V2, 3, "sjf", {"max_queue": 4}) is None
     assert replay_command(V2, 3, "sjf", {"outages": [("EU-West", 0.0, 1.0)]}) is None
     assert replay_command(V2, 3, "sjf", {"ignore_memory": False}) is None
+
+
+def test_a_rule_object_without_a_rules_name_does_not_replay() -> None:
+    """The world holds rules by name: an object the env plays by, named otherwise, is a
+    one-line error rather than a scenario that would play another rule."""
+
+    class Mine:
+        name = "mine"
+
+        def __init__(self) -> None:
+            self.inner = make_admission("full")
+
+        def __getattr__(self, attr: str) -> Any:
+            return getattr(self.inner, attr)
+
+    with pytest.raises(ValidationError) as err:
+        scenario_for(V2, 0, admission=Mine())
+    line = str(err.value)
+    assert err.value.field == "admission" and "\n" not in line
+    assert "a rule object replays only by a rule's name (got 'mine')" in line

@@ -246,7 +246,13 @@ def _simulate(args: argparse.Namespace) -> int:
         if args.partial_take
         else make_policy(args.policy, seed=args.seed)
     )
-    scenario = load_scenario(args.scenario, seed=args.seed, **knobs)
+    if args.env_id is not None:  # the episode gym.make(ID).reset(seed=SEED) plays
+        from .envs.registration import check_env_id  # the env package loads gymnasium
+        from .envs.replay import scenario_for
+
+        scenario = scenario_for(check_env_id("--env-id", args.env_id), args.seed, **knobs)
+    else:
+        scenario = load_scenario(args.scenario, seed=args.seed, **knobs)
     result = policy.simulate(scenario)
     names = scenario.cluster.names
     if args.json != "-":

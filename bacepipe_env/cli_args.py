@@ -170,21 +170,27 @@ def build_parser() -> argparse.ArgumentParser:
     sim = sub.add_parser(
         "simulate",
         help="run a policy (BACE-Pipe) on a scenario, print every job",
-        usage="%(prog)s --scenario NAME|PATH [--seed SEED] [world flags]\n"
-        "       [--policy NAME] [--partial-take] [--json OUT] [--plot PATH]",
+        usage="%(prog)s (--scenario NAME|PATH | --env-id ID) [--seed SEED]\n"
+        "       [world flags] [--policy NAME] [--partial-take] [--json OUT] [--plot PATH]",
     )
     sim_groups = _groups(sim, "world", "policy", "output")
-    sim_groups["world"].add_argument(
+    source = sim_groups["world"].add_mutually_exclusive_group(required=True)
+    source.add_argument(
         "--scenario",
-        required=True,
         metavar="NAME|PATH",
         help=f"a built-in scenario ({', '.join(list_scenarios())}) or a .json/.toml file",
+    )
+    source.add_argument(
+        "--env-id",
+        metavar="ID",
+        help="the scenario an environment id's reset(seed=SEED) draws, with its rules "
+        "(docs/environment.md, Seeds and replay)",
     )
     sim_groups["world"].add_argument(
         "--seed",
         type=_limited("seed"),
         default=0,
-        help="seed of the scenario's random draws (default 0)",
+        help="seed of the scenario's random draws; with --env-id, the reset seed (default 0)",
     )
     sim_groups["policy"].add_argument(
         "--policy",

@@ -39,6 +39,7 @@ ROW_KEYS = {
     "carbon_kg",
     "steps",
     "illegal_actions",
+    "replay",
 }
 
 

@@ -28,7 +28,7 @@ EXECUTION = ["--seeds", "--workers", "--backend", "--address"]
 EXPECTED = {
     "simulate": {
         "options": ["-h", "--help"],
-        "world": ["--scenario", "--seed", *_knob_flags("simulate", "world")],
+        "world": ["--scenario", "--env-id", "--seed", *_knob_flags("simulate", "world")],
         "policy": ["--policy", "--partial-take"],
         "output": ["--json", "--plot"],
     },

@@ -17,6 +17,7 @@ from .geopipe import GeoPipeEnv, make_placement
 from .previews import PlacementPreviewer, Preview
 from .registration import ENV_IDS, MAX_EPISODE_STEPS, register_envs
 from .render import RenderSnapshot
+from .replay import scenario_for
 from .reward import JctCostReward, RewardFn, RewardScales, RewardTerms, VectorReward
 
 __all__ = [
@@ -46,4 +47,5 @@ __all__ = [
     "make_placement",
     "register_envs",
     "run_episode",
+    "scenario_for",
 ]

@@ -26,15 +26,9 @@ from .features import QUEUE_FEATURES, REGION_FEATURES, SUMMARY_FEATURES, Decisio
 from .info import step_info
 from .previews import PlacementPreviewer
 from .render import LISTED_MODES, RenderSnapshot, capture, render_ansi, render_rgb
+from .replay import ARGUMENTS, draw_scenario, episode_source
 from .reward import RewardMeter, RewardScales, RewardTerms, episode_info
-from .settings import (
-    ILLEGAL_WARNING,
-    INFO_LEVELS,
-    RENDER_MODES,
-    SETTINGS,
-    EnvSettings,
-    env_settings,
-)
+from .settings import ILLEGAL_WARNING, INFO_LEVELS, RENDER_MODES, EnvSettings
 
 __all__ = [
     "ARGUMENTS",
@@ -80,12 +74,8 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
 
     def __init__(self, scenario: ScenarioSource = "paper", **settings: Any) -> None:
         super().__init__()
-        own = {k: v for k, v in settings.items() if k in SETTINGS}
-        knobs = {k: v for k, v in settings.items() if k not in SETTINGS}
-        cfg.check_keywords(scenario, knobs, ARGUMENTS)  # a typo: one line, not TypeError
-        self.generator = cfg.make_generator(scenario, **knobs)
-        self.settings: EnvSettings = env_settings(self.generator, **own)
-        s = self.settings
+        self.generator, self.settings = episode_source(scenario, **settings)
+        s: EnvSettings = self.settings
         for name in EnvSettings.__dataclass_fields__:  # env.placement, env.max_queue, ...
             setattr(self, name, getattr(s, name))
         if s.reward_fn.reward_space is not None:  # a vector reward: MO-Gymnasium reads it
@@ -110,9 +100,11 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         super().reset(seed=seed)
         s = self.settings
         scenario = cfg.reset_options(options).get("scenario")
-        if scenario is None:
-            scenario = self.generator(self.np_random)
-        self.scenario = scenario = cfg.checked_scenario(scenario, s.max_regions)
+        if scenario is None:  # the draw scenario_for replays (envs.replay)
+            scenario = draw_scenario(self.generator, self.np_random, s.max_regions)
+        else:
+            scenario = cfg.checked_scenario(scenario, s.max_regions)
+        self.scenario = scenario
         self.sim = Simulator(scenario, s.placement, **s.simulator_rules)
         self.encoder.start(scenario)
         self._meter = RewardMeter(scenario)
@@ -241,8 +233,3 @@ class GeoPipeEnv(gym.Env[Any, np.int64]):
         return step_info(
             self._point, terms, slot_actions=slots, preemption=s.preempt_window > 0, full=full
         )
-
-
-#: The keyword arguments of :class:`GeoPipeEnv` itself (``scenario`` first, then
-#: :data:`~.settings.SETTINGS`); any other keyword must be a knob of the scenario.
-ARGUMENTS: tuple[str, ...] = ("scenario", *SETTINGS)

@@ -115,6 +115,8 @@ class PolicyEvaluation:
     episodes: tuple[EpisodeResult, ...]
     ratios: tuple[float, ...]  # per episode: this policy's avg JCT / the reference's
     outcomes: tuple[str, ...]  # per episode: win, tie or loss against the reference
+    # per episode: the bacepipe simulate line that replays it (None: none does; a model)
+    replays: tuple[str | None, ...] = ()
 
     @property
     def learned(self) -> bool:
@@ -202,7 +204,8 @@ class EvaluationReport:
         """Every episode of every policy, one flat dict each (NaN as None)."""
         out = []
         for p in self.policies:
-            for r in p.episodes:
+            replays = p.replays or (None,) * len(p.episodes)
+            for r, replay in zip(p.episodes, replays):
                 out.append(
                     {
                         "env_id": self.env_id,
@@ -215,6 +218,7 @@ class EvaluationReport:
                         "carbon_kg": _finite(r.carbon_kg),
                         "steps": r.steps,
                         "illegal_actions": r.illegal_actions,
+                        "replay": replay,
                     }
                 )
         return out
@@ -277,6 +281,19 @@ def _make_env(env_id: str, kwargs: dict[str, Any]) -> Any:
     cls, registered = geopipe_spec(env_id) or (None, {})
     assert cls is not None, env_id  # checked by _check
     return cls(**{**registered, **kwargs})
+
+
+def _replay(env: Any, env_id: str, seed: int, policy: str, world: Mapping[str, Any]) -> str | None:
+    """The ``bacepipe simulate`` line that replays the episode a heuristic ``policy`` just
+    played on ``env`` (reset with ``seed``, made with ``world`` over its agent's keywords):
+    :func:`~bacepipe_env.envs.replay.replay_command`, given only when the env's window held
+    every job of the episode (a heuristic then decides as its simulator run does)."""
+    from ..envs.replay import replay_command
+
+    base = env.unwrapped
+    if len(base.scenario.jobs) > base.settings.max_queue:
+        return None
+    return replay_command(env_id, seed, policy, world)
 
 
 def evaluate_policies(
@@ -372,20 +389,27 @@ def evaluate_policies(
             agent.bind(env)  # a planner forks the env's simulator
         envs.append(env)
     results: list[list[EpisodeResult]] = []
-    for (_, _, _, agent, _), env in zip(agents, envs):
-        mine = []
+    replays: list[tuple[str | None, ...]] = []
+    world = {**common, **({} if preemption is None else {"preemption": preemption})}
+    for (_, spec, _, agent, _), env in zip(agents, envs):
+        mine: list[EpisodeResult] = []
+        lines: list[str | None] = []
         for seed in seeds:
             mine.extend(evaluate(env, agent, [seed]))
+            lines.append(None if is_learned(spec) else _replay(env, env_id, seed, spec, world))
             if progress is not None:
                 progress.update()
         results.append(mine)
+        replays.append(tuple(lines))
         env.close()
     ref = [r.avg_jct_h for r in results[ref_index]]
     evaluated = []
-    for (name, spec, train_seed, _, _), mine in zip(agents, results):
+    for (name, spec, train_seed, _, _), mine, replayed in zip(agents, results, replays):
         ratios = tuple(
             r.avg_jct_h / b if b != 0 and math.isfinite(b) else math.nan for r, b in zip(mine, ref)
         )
         outcomes = tuple(outcome(r.avg_jct_h, b) for r, b in zip(mine, ref))
-        evaluated.append(PolicyEvaluation(name, spec, train_seed, tuple(mine), ratios, outcomes))
+        evaluated.append(
+            PolicyEvaluation(name, spec, train_seed, tuple(mine), ratios, outcomes, replayed)
+        )
     return EvaluationReport(env_id, first_seed, tuple(seeds), shown[ref_index], tuple(evaluated))

@@ -1,5 +1,7 @@
-"""Charts in the style of the paper's Figs. 4-8, and the mean-JCT charts of ``bacepipe
-evaluate --plot`` and ``bacepipe headroom --plot`` (matplotlib, imported only when drawing)."""
+"""Charts in the style of the paper's Figs. 4-8, and the charts of ``bacepipe evaluate --plot``
+(paired ratios to the reference) and ``bacepipe headroom --plot`` (mean JCTs); matplotlib,
+imported only when drawing. Titles and long policy names are wrapped to the figure's width,
+so that no text runs off the canvas (tests/experiments/test_charts_canvas.py)."""
 
 from __future__ import annotations
 
@@ -119,15 +121,25 @@ def _save(fig: Any, path: str | Path) -> Path:
     return Path(path)
 
 
+def _group_labels(names: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
+    """How to write ``names`` under groups of bars: as they are, slanted, when none is longer
+    than 22 characters; otherwise each wrapped at 20 characters and written level in 8 pt,
+    which needs groups 1.5 in wide (20 x 8 x 0.64 / 72 = 1.42 in). Returns the labels and
+    ``set_xticklabels``'s keywords (no rotation for level ones)."""
+    if all(len(name) <= 22 for name in names):
+        return list(names), {"rotation": 20, "ha": "right"}
+    return [_wrap(name, 20) for name in names], {"fontsize": 8}
+
+
 def bar_chart(stats: Sequence[PolicyStats], path: Path, title: str, reference: str) -> Path:
     """Grouped bars of average JCT and total cost per policy, normalised to ``reference``,
     with 95% CI error bars (the paper's Figs. 4 and 8). Long policy names and the title are
-    wrapped to the figure's width."""
+    wrapped (:func:`_group_labels`)."""
     plt = _pyplot()
-    width = max(5.0, 1.1 * len(stats) + 2)
-    names = [_wrap(s.policy, 22) for s in stats]
-    lines = max((name.count("\n") for name in names), default=0)  # beyond the first
-    fig, ax = plt.subplots(figsize=(width, 3.6 + 0.2 * lines), dpi=120)
+    names, style = _group_labels([s.policy for s in stats])
+    lines = max(name.count("\n") for name in names)  # beyond the first
+    fig_w = max(5.0, (1.1 if "rotation" in style else 1.5) * len(stats) + 2)
+    fig, ax = plt.subplots(figsize=(fig_w, 3.6 + 0.2 * lines), dpi=120)
     width = 0.38
     xs = range(len(stats))
     for offset, attr, label, colour in (
@@ -141,9 +153,9 @@ def bar_chart(stats: Sequence[PolicyStats], path: Path, title: str, reference: s
         )
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
     ax.set_xticks(list(xs))
-    ax.set_xticklabels(names, rotation=20, ha="right")
+    ax.set_xticklabels(names, **style)
     ax.set_ylabel(_wrap(f"normalised to {reference}", 30))
-    fig.suptitle(_wrap(title, _chars(width, 10)), fontsize=10)  # centred on the figure
+    fig.suptitle(_wrap(title, _chars(fig_w, 10)), fontsize=10)  # centred on the figure
     ax.legend(frameon=False, ncol=2, fontsize=9)
     return _save(fig, path)
 
@@ -158,9 +170,12 @@ def sweep_chart(
 ) -> Path:
     """Two panels (average JCT, total cost) of normalised values against the swept knob, one
     line per policy, with 95% CI bands (the paper's Figs. 5-7). ``series[policy][i]`` is the
-    policy's stats at ``xs[i]``. Long policy names and the title are wrapped."""
+    policy's stats at ``xs[i]``. The legend sits in the left panel, or, when a policy's name
+    is longer than 22 characters, wrapped at 26 of 8 pt (26 x 8 x 0.64 / 72 = 1.85 in) to the
+    right of the panels, in a figure 2.2 in wider. The title is wrapped to the figure's width."""
     plt = _pyplot()
-    width = 9.0
+    outside = any(len(policy) > 22 for policy in series)
+    width = 9.0 + (2.2 if outside else 0.0)
     fig, axes = plt.subplots(1, 2, figsize=(width, 3.4), dpi=120)
     for ax, attr, ylabel in (
         (axes[0], "jct_norm", "Avg. JCT"),
@@ -169,12 +184,15 @@ def sweep_chart(
         for policy, stats in series.items():
             means = [getattr(s, attr).mean for s in stats]
             errs = [0.0 if getattr(s, attr).n < 2 else getattr(s, attr).ci95 for s in stats]
-            ax.errorbar(xs, means, yerr=errs, marker="o", capsize=3, label=_wrap(policy, 30))
+            ax.errorbar(xs, means, yerr=errs, marker="o", capsize=3, label=_wrap(policy, 26))
         ax.set_xlabel(xlabel)
         ax.set_ylabel(_wrap(f"{ylabel} / {reference}", 30))
         ax.set_xticks(list(xs))
         ax.grid(alpha=0.3)
-    axes[0].legend(frameon=False, fontsize=8)
+    if outside:
+        axes[1].legend(frameon=False, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    else:
+        axes[0].legend(frameon=False, fontsize=8)
     fig.suptitle(_wrap(title, _chars(width, 10)), fontsize=10)
     return _save(fig, path)
 
@@ -189,11 +207,13 @@ def grouped_bar_chart(
     """Two stacked panels (average JCT, total cost) of values normalised to ``reference``: one
     group of bars per category, one bar per series, with 95% CI error bars. ``series[name][i]``
     is the stats of ``categories[i]`` under that series (for example one simulator semantics).
-    Long names and the title are wrapped to the figure's width."""
+    Long names and the title are wrapped (:func:`_group_labels`)."""
     plt = _pyplot()
     n = max(1, len(series))
-    width = max(6.0, 1.15 * len(categories) + 1.5)
-    fig, axes = plt.subplots(2, 1, figsize=(width, 6.4), dpi=120, sharex=True)
+    names, style = _group_labels(categories)
+    lines = max(name.count("\n") for name in names)  # beyond the first
+    width = max(6.0, (1.15 if "rotation" in style else 1.5) * len(categories) + 1.5)
+    fig, axes = plt.subplots(2, 1, figsize=(width, 6.4 + 0.2 * lines), dpi=120, sharex=True)
     bar = 0.8 / n
     xs = range(len(categories))
     for ax, attr, ylabel in (
@@ -209,7 +229,7 @@ def grouped_bar_chart(
         ax.set_ylabel(_wrap(f"{ylabel} / {reference}", 30))
         ax.grid(axis="y", alpha=0.3)
     axes[1].set_xticks(list(xs))
-    axes[1].set_xticklabels([_wrap(c, 22) for c in categories], rotation=20, ha="right")
+    axes[1].set_xticklabels(names, **style)
     axes[0].legend(frameon=False, fontsize=8, ncol=min(n, 4))
     fig.suptitle(_wrap(title, _chars(width, 10)), fontsize=10)
     return _save(fig, path)
@@ -280,10 +300,14 @@ def _paired(values: Sequence[float], reference: Sequence[float]) -> Estimate | N
 def _record(wins: int, ties: int, losses: int) -> str:
     """``3 wins / 17 losses of 20`` (ties only when there are some)."""
 
-    def n(k: int, what: str) -> str:
-        return f"{k} {what}" if k == 1 else f"{k} {what}{'es' if what == 'loss' else 's'}"
+    def count(k: int, one: str, many: str) -> str:
+        return f"{k} {one if k == 1 else many}"
 
-    parts = [n(wins, "win"), *([n(ties, "tie")] if ties else []), n(losses, "loss")]
+    parts = [
+        count(wins, "win", "wins"),
+        *([count(ties, "tie", "ties")] if ties else []),
+        count(losses, "loss", "losses"),
+    ]
     return f"{' / '.join(parts)} of {wins + ties + losses}"
 
 

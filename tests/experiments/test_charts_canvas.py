@@ -261,6 +261,10 @@ def test_the_compare_and_sweep_charts_stay_on_their_canvas(
     title = f"compare: paper-aws, 10 seeds, egress charged, {LONG_ENV} world knobs"
     _png(bar_chart(stats, tmp_path / "compare.png", title, LONG_POLICIES[0]))
     _check(drawn, "compare: paper-aws", LONG_POLICIES[3])
+    # the title, 105 characters, in two lines: the figure is 1.5 x 5 + 2 = 9.5 in wide (the
+    # long names written level), room for 0.9 x 9.5 x 72 / (10 pt x 0.64) = 96 of them
+    (shown,) = {r.text for r in drawn if r.text.startswith("compare: ")}
+    assert len(title) == 105 and shown.count("\n") == 1
     drawn.clear()
     xs = [0.3, 0.9, 1.5]
     series = {p: [_stats(p, k + i) for i in range(3)] for k, p in enumerate(LONG_POLICIES)}

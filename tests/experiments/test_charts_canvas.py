@@ -81,7 +81,8 @@ class Drawn:
 
 @pytest.fixture
 def drawn(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Drawn]]:
-    """Every non-empty text that draws from now on, with the box the renderer gives it."""
+    """Every non-empty text that draws from now on, with the box the renderer gives it
+    (``savefig`` draws a figure twice, a layout pass and then the pixels: both are kept)."""
     records: list[Drawn] = []
     original = Text.draw
 
@@ -103,7 +104,7 @@ def _check(records: list[Drawn], *must: str) -> None:
         assert any("".join(want.split()) in t for t in texts), (want, texts)
     bad = [f"{r.text!r} at ({r.x0:.0f}, {r.y0:.0f}, {r.x1:.0f}, {r.y1:.0f}) on "
            f"{r.width:.0f} x {r.height:.0f}" for r in records if r.outside()]  # fmt: skip
-    assert not bad, "text outside the canvas:\n" + "\n".join(bad)
+    assert not bad, "text outside the canvas:\n" + "\n".join(dict.fromkeys(bad))
 
 
 def _png(path: Path) -> None:

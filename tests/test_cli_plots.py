@@ -76,7 +76,7 @@ def test_a_finished_runs_timeline_has_every_attempt(tmp_path: Path) -> None:
     _png(save_timeline(snap, tmp_path / "online.png", title="online, 40 jobs"))
 
 
-def test_evaluate_plot_is_each_policys_mean_jct(
+def test_evaluate_plot_is_each_policys_paired_ratio_and_mean_jct(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "evaluate.png"
@@ -85,7 +85,9 @@ def test_evaluate_plot_is_each_policys_mean_jct(
     assert main(argv) == 0
     assert f"\nwrote {path}\n" in capsys.readouterr().out
     image = _png(path)
-    assert image.shape[:2] == (276, 840)  # 7 x (1.4 + 0.3 per policy) in at 120 dpi
+    # 11 in wide; 1.9 in, 0.2 for the title's second line and 0.2 per label line (each
+    # policy's name, then its ratio and record): 1.9 + 0.2 + 0.2 x 6 = 3.3 in, at 120 dpi
+    assert image.shape[:2] == (396, 1320)
     assert _has(image, "#d62728") > 20  # the reference, bace-pipe, marked in red
     assert _has(image, "#4c72b0") > 20  # the other two
 

@@ -84,8 +84,10 @@ def test_the_id_s_heuristics_include_every_elastic_variant() -> None:
 
 
 def test_replica_choices_without_copies_is_one_pipeline_per_job() -> None:
-    """A world of one pipeline: only the first count of each slot is ever legal."""
-    env = GeoPipeEnv("paper", replica_choices=3, max_queue=16)
+    """A world of one pipeline (physical, ``max_replicas`` 1): only the first count of each
+    slot is ever legal. (The paper's model refuses ``replica_choices``:
+    test_env_replica_choices.py.)"""
+    env = GeoPipeEnv("paper", replica_choices=3, max_queue=16, model="physical")
     _, info = env.reset(seed=0)
     mask = info["action_mask"][: env.n_place].reshape(16, 3)
     assert mask[:, 1:].sum() == 0 and mask[:, 0].sum() > 0

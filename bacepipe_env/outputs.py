@@ -25,7 +25,9 @@ of ``rsync --delete`` would expect (docs/cli.md, "Stopping a run, and its output
   anything else (``../x``, an absolute path, a folder, a path through a link, a file changed
   since) is left in place with one warning line naming it;
 - a journal moves only this tool's temporary files of the run that wrote it into places inside
-  the folder, by the same rule;
+  the folder, by the same rule, and removes a file (one the previous manifest listed, or one
+  the run asked to remove with :func:`remove`) only by the manifest's rule: the size and
+  SHA-256 it records, taken when the run committed, must still be the file's;
 - the temporary files swept at the start of a run are only those whose name carries the token
   of a run on this folder that is known to have ended (its ``.bacepipe-<token>.run`` claim is
   there while no run holds the folder): a user's ``notes/.draft.tmp.txt`` and a live run's
@@ -89,7 +91,7 @@ _TEMP = re.compile(r"^\..*-(?P<token>[0-9a-f]{12})-[0-9a-f]{8}\.tmp(?:\.[^./]*)?
 #: ``.bacepipe-<token>.run``: a run's claim on its folder, there from its start to its end.
 _CLAIM = re.compile(r"^\.bacepipe-(?P<token>[0-9a-f]{12})\.run$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_JOURNAL_VERSION = 2
+_JOURNAL_VERSION = 3  # 3: removals carry size and SHA-256, like stale
 _warned_no_lock = False
 
 
@@ -155,7 +157,9 @@ def save_figure(figure: Any, path: str | os.PathLike[str]) -> Path:
 def remove(path: str | os.PathLike[str]) -> None:
     """Remove ``path`` now, or at the open :class:`OutputSet`'s commit (so that an
     interrupted run removes nothing). Inside a set, only a plain file strictly inside its
-    folder, reached without a symbolic link, is removed; anything else stays, with a warning."""
+    folder, reached without a symbolic link, is removed, and only if it is still the file it
+    was at the commit (its size and SHA-256, journalled then); anything else stays, with a
+    warning."""
     active = _ACTIVE.get()
     if active is not None and active.holds(Path(path)):
         active._removals.append(Path(path))
@@ -269,14 +273,22 @@ def _remove_proven(root: Path, entry: dict[str, Any], source: Path) -> None:
     _unlink(found)
 
 
-def _remove_inside(root: Path, rel: str, source: Path) -> None:
-    """Remove a file the run itself asked to remove (:func:`remove`) if it is a plain file
-    strictly inside ``root`` reached without a link; otherwise leave it, with a warning."""
+def _proof(root: Path, rel: str, source: str) -> dict[str, Any] | None:
+    """The manifest entry (``path``, ``sha256``, ``bytes``) that proves the file ``rel`` as it
+    is now, for the run to journal its removal (:func:`remove`); None if nothing is there, or
+    if it is not a plain file strictly inside ``root`` reached without a link (then it stays,
+    with one warning naming ``source``)."""
     found = _plain_file(root, rel)
     if isinstance(found, str):
-        _warn(f"{source.name}: not removing {rel!r}, which {found}")
-    elif found is not None:
-        _unlink(found)
+        _warn(f"{source}: not removing {rel!r}, which {found}")
+        return None
+    if found is None:
+        return None
+    try:
+        return {"path": rel, "sha256": _sha256(found), "bytes": found.stat().st_size}
+    except OSError as err:
+        _warn(f"{source}: not removing {rel!r}, which cannot be read ({err.strerror})")
+        return None
 
 
 # --- reading what is on disk ----------------------------------------------------------------
@@ -364,7 +376,7 @@ class _Plan:
     manifest: str
     moves: list[tuple[str, str]]  # (final, temporary), relative to the folder
     stale: list[dict[str, Any]]  # the previous manifest's entries to remove, if proven
-    removals: list[str]  # what the run asked to remove (remove())
+    removals: list[dict[str, Any]]  # what the run asked to remove (remove()), as entries
 
     def to_json(self) -> str:
         return json.dumps(
@@ -422,14 +434,10 @@ def _read_journal(journal: Path) -> _Plan:
         if any("\0" in p for m in moves for p in m):
             raise _MalformedError("a move holds a NUL character")
         stale = _check_files(data.get("stale"), "stale")
-        removals = data.get("removals")
-        if not isinstance(removals, list) or not all(
-            isinstance(r, str) and "\0" not in r for r in removals
-        ):
-            raise _MalformedError("removals is not a list of paths")
+        removals = _check_files(data.get("removals"), "removals")
     except _MalformedError as err:
         raise _malformed(journal, "journal", str(err), todo) from None
-    return _Plan(data["name"], token, kept, [(a, b) for a, b in moves], stale, list(removals))
+    return _Plan(data["name"], token, kept, [(a, b) for a, b in moves], stale, removals)
 
 
 def _walk_files(root: Path) -> Iterator[Path]:
@@ -468,8 +476,8 @@ def recover(folder: str | os.PathLike[str]) -> None:
 def _apply(root: Path, plan: _Plan, journal: Path) -> None:
     """Carry out a journalled commit: old manifest out, files in, stale files out, manifest
     in. Every step can be repeated, so a commit cut short and finished later ends the same.
-    Only this run's temporaries move, only to places inside ``root``; a stale file is removed
-    only when proven (see :func:`_remove_proven`)."""
+    Only this run's temporaries move, only to places inside ``root``; a stale file, or one the
+    run asked to remove, is removed only when proven (see :func:`_remove_proven`)."""
     manifest_path = root / f"{plan.name}.manifest.json"
     _unlink(manifest_path)
     for rel, tmp in plan.moves:
@@ -488,8 +496,8 @@ def _apply(root: Path, plan: _Plan, journal: Path) -> None:
         os.replace(src, dst)
     for entry in plan.stale:
         _remove_proven(root, entry, manifest_path)
-    for rel in plan.removals:
-        _remove_inside(root, rel, journal)
+    for entry in plan.removals:
+        _remove_proven(root, entry, journal)
     tmp_manifest = _temp_name(manifest_path, plan.token)
     tmp_manifest.write_text(plan.manifest, encoding="utf-8")
     os.replace(tmp_manifest, manifest_path)
@@ -710,10 +718,14 @@ class OutputSet:
         ]
         kept = {f["path"] for f in files}
         stale = [entry for entry in before["files"] if entry["path"] not in kept]
-        removals = sorted(
+        asked = sorted(
             {p.resolve().relative_to(root).as_posix() for p in self._removals if self.holds(p)}
             - kept
         )
+        # proven as a manifest's files are: a file changed between now and the removal (or a
+        # crafted journal's entry) is left with a warning
+        source = f".{name}.manifest.pending"
+        removals = [e for r in asked if (e := _proof(root, r, source)) is not None]
         text = json.dumps({"command": self.command, "files": files}, indent=2) + "\n"
         moves = [
             (rel[final], tmp.resolve().relative_to(root).as_posix())

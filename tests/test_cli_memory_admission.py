@@ -142,7 +142,7 @@ def test_simulate_json_records_admission_and_memory(
     data = json.loads(capsys.readouterr().out)
     assert data["admission"] == rule
     assert data["ignore_memory"] is False
-    assert data["params"]["admission"] == rule
+    assert data["params"]["world_admission"] == rule
     assert data["params"]["ignore_memory"] is False
     expected = make_policy(policy, seed=2).simulate(load_scenario("paper", seed=2), admission=rule)
     assert data["avg_jct_s"] == expected.avg_jct
@@ -150,6 +150,26 @@ def test_simulate_json_records_admission_and_memory(
     for row, rec in zip(data["jobs"], expected.records, strict=True):
         assert row["memory_floor"] == rec.memory_floor
         assert row["gpus"] == rec.n_gpus >= rec.memory_floor
+
+
+def test_simulate_json_names_the_worlds_rules_apart_from_the_runs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A policy with its own rules replaces the world's: ``sjf+finish-aware`` on a world of
+    ``full`` admission, ``sjf+srtf`` on one without preemption. The record's ``admission`` and
+    ``preemption`` are the rules the run used; ``params`` keeps the world's under other names,
+    so one JSON no longer gives two different ``admission`` values (issue 44)."""
+    argv = ["simulate", "--scenario", "online", "--jobs", "20", "--admission", "full"]
+    assert main([*argv, "--policy", "sjf+finish-aware", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["admission"] == "finish-aware" and data["params"]["world_admission"] == "full"
+    assert main([*argv, "--policy", "sjf+srtf", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["preemption"] == "srtf" and data["params"]["world_preemption"] == "none"
+    assert data["admission"] == data["params"]["world_admission"] == "full"  # sjf has none
+    # each name now has one value: no key of params repeats a record key with another value
+    for key in data["params"].keys() & data.keys():
+        assert data["params"][key] == data[key], key
 
 
 def test_simulate_json_ignore_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -154,9 +154,9 @@ def _journal(out: Path, name: str, **fields: object) -> Path:
         {"moves": [["x.csv", "mine.txt"]]},  # not a temporary at all
         {"stale": [_entry("../x")]},
         {"stale": [_entry("ABS")]},
-        {"removals": ["../x"]},
-        {"removals": ["ABS"]},
-        {"removals": ["link/x"]},
+        {"removals": [_entry("../x")]},
+        {"removals": [_entry("ABS")]},
+        {"removals": [_entry("link/x")]},
     ],
 )
 def test_a_crafted_journal_moves_and_removes_nothing_outside_out(world, capsys, fields):
@@ -273,7 +273,7 @@ def test_a_malformed_manifest_is_one_line_exit_2_and_removes_nothing(world, caps
 def _plan_text(**fields: object) -> str:
     """A journal's text: a well-formed plan with ``fields`` replaced."""
     plan = {
-        "version": 2,
+        "version": 3,
         "name": "demo",
         "token": "0123456789ab",
         "manifest": json.dumps({"command": [], "files": []}),
@@ -296,6 +296,9 @@ MALFORMED_JOURNALS = {
     "manifest-not-json": _plan_text(manifest="{"),
     "bad-token": _plan_text(token="../../x"),
     "removal-a-number": _plan_text(removals=[1]),
+    # version 2 removed a bare path on the journal's word alone (issue 44)
+    "removal-a-bare-path": _plan_text(removals=["old.csv"]),
+    "version-2": _plan_text(version=2, removals=["old.csv"]),
 }
 
 
@@ -311,3 +314,73 @@ def test_a_malformed_journal_is_one_line_exit_2_and_touches_nothing(world, capsy
     assert sorted(os.listdir(out)) == before and victim.read_bytes() == VICTIM
     with pytest.raises(BacepipeError):  # and through the library: the same refusal
         outputs.recover(out)
+
+
+# --- 6. a journal's removals are proven as a manifest's files are (issue 44) -------------------
+
+MINE = b"the user's own file, inside --out\n"
+
+
+@pytest.mark.parametrize(
+    "proof",
+    [_entry("mine.txt"), _entry("mine.txt", b"x" * len(MINE))],
+    ids=["other-size-and-hash", "same-size-other-hash"],
+)
+def test_a_crafted_journals_removal_of_a_users_file_inside_out_is_left(world, capsys, proof):
+    """Version 2 removed any plain file inside ``--out`` that a journal's ``removals`` named;
+    now the entry must prove the file (its size and SHA-256), or it stays, with one warning."""
+    out, victim = world
+    (out / "mine.txt").write_bytes(MINE)
+    journal = _journal(out, "demo", removals=[proof])
+    _one_run(out, "later")
+    assert (out / "mine.txt").read_bytes() == MINE
+    assert victim.read_bytes() == VICTIM
+    (line,) = _warnings(capsys.readouterr().err)
+    assert line == (
+        "bacepipe: warning: .demo.manifest.pending lists 'mine.txt', which changed since this "
+        "tool wrote it; left in place"
+    )
+    assert not journal.exists() and outputs.manifest(out, "demo") == {"command": [], "files": []}
+
+
+def test_a_journals_removal_that_proves_its_file_removes_it(world, capsys):
+    """The rule cuts both ways: the entry a run journals for its own :func:`remove` (the file's
+    size and SHA-256 at the commit) lets the next run finish that removal."""
+    out, _ = world
+    (out / "old.events").write_bytes(MINE)
+    _journal(out, "demo", removals=[_entry("old.events", MINE)])
+    _one_run(out, "later")
+    assert not (out / "old.events").exists()
+    assert _warnings(capsys.readouterr().err) == []
+
+
+def test_a_removal_cut_short_leaves_a_file_changed_after_the_commit_began(
+    world, capsys, monkeypatch
+):
+    """A run asks to remove ``old.events``; its commit is killed after the journal is written
+    (the first rename) and before the removal; the user then edits the file. The journal
+    proves the file as it was at the commit, so the next run leaves the edited one."""
+    out, _ = world
+    (out / "old.events").write_bytes(b"old\n")
+    real = os.replace
+    calls = {"n": 0}
+
+    def dies_after_the_journal(src, dst):  # type: ignore[no-untyped-def]
+        if calls["n"] == 1:
+            raise SystemExit("killed")  # as with SIGKILL: nothing after this runs
+        calls["n"] += 1
+        return real(src, dst)
+
+    with pytest.raises(SystemExit), outputs.OutputSet(out, "demo"):
+        outputs.write_text(out / "new.csv", "new\n")
+        outputs.remove(out / "old.events")
+        monkeypatch.setattr(os, "replace", dies_after_the_journal)
+    monkeypatch.setattr(os, "replace", real)
+    journal = json.loads((out / ".demo.manifest.pending").read_text())
+    assert journal["removals"] == [_entry("old.events", b"old\n")]
+    (out / "old.events").write_bytes(MINE)
+    _one_run(out, "later")
+    assert (out / "old.events").read_bytes() == MINE
+    assert (out / "new.csv").read_text() == "new\n"  # the rest of the commit was finished
+    (line,) = _warnings(capsys.readouterr().err)
+    assert "'old.events'" in line and "left in place" in line

@@ -78,13 +78,15 @@ class Scenario:
         """Job id -> ``(min, max)`` data-parallel copies it may run (semantics §3e): its own
         ``min_replicas`` and ``max_replicas``, the world's ``max_replicas`` where it declares
         none, at most its micro-batches (a copy runs at least one); ``(1, 1)`` for every job
-        of the paper's world."""
-        out = {}
-        for job in self.jobs:
-            high = self.world.max_replicas if job.max_replicas is None else job.max_replicas
-            high = min(high, job.batch // job.constants.micro_batch)
-            out[job.job_id] = (min(job.min_replicas, high), high)
-        return out
+        of the paper's world. A minimum above that maximum is refused when the scenario is
+        built (:meth:`_check_min_replicas`), so every range here is non-empty."""
+        return {job.job_id: (job.min_replicas, self._replica_high(job)) for job in self.jobs}
+
+    def _replica_high(self, job: Job) -> int:
+        """The most data-parallel copies ``job`` may run: its ``max_replicas``, else the
+        world's, at most its micro-batches (``batch / micro_batch``)."""
+        high = self.world.max_replicas if job.max_replicas is None else job.max_replicas
+        return min(high, job.batch // job.constants.micro_batch)
 
     @property
     def announce_h(self) -> float:
@@ -129,6 +131,7 @@ class Scenario:
             )
         if self.world.model == "paper":
             self._check_one_pipeline()
+        self._check_min_replicas()
         if not self.ignore_memory:
             self._check_memory()
 
@@ -153,6 +156,32 @@ class Scenario:
                 self.world.elasticity,
                 "the paper's model has no data-parallel replicas to resize; use model physical",
             )
+
+    def _check_min_replicas(self) -> None:
+        """Every job can run the copies it asks for at least (semantics §3e): its
+        ``min_replicas`` is at most the world's ``max_replicas`` when it declares no maximum of
+        its own, and at most its micro-batches (a copy runs at least one). Otherwise the job
+        would quietly run fewer copies than its minimum."""
+        for job in self.jobs:
+            low = job.min_replicas
+            if low == 1:
+                continue
+            micro = job.batch // job.constants.micro_batch
+            if low > micro:
+                raise ScenarioError(
+                    f"job {job.job_id}.min_replicas",
+                    low,
+                    f"must be at most the job's {micro} micro-batches (batch "
+                    f"{job.batch} / micro_batch {job.constants.micro_batch}); "
+                    "a copy runs at least one",
+                )
+            if job.max_replicas is None and low > self.world.max_replicas:
+                raise ScenarioError(
+                    f"job {job.job_id}.min_replicas",
+                    low,
+                    f"must be at most the world's max_replicas ({self.world.max_replicas}), "
+                    "which the job takes as it declares none",
+                )
 
     @cached_property
     def _shapes(self) -> ProfileCache:

@@ -35,6 +35,7 @@ __all__ = [
     "check_keywords",
     "checked_scenario",
     "coerce_config",
+    "generator_model",
     "make_generator",
     "make_placement",
     "require_choice",
@@ -42,6 +43,7 @@ __all__ = [
     "resolve_action",
     "resolve_max_queue",
     "resolve_max_regions",
+    "resolve_replica_choices",
     "scenario_knob_names",
 ]
 
@@ -313,6 +315,39 @@ def _shared_sampler(source: str, key: tuple[tuple[str, type, Any], ...]) -> Scen
 MAX_QUEUE, MAX_REGIONS = 100_000, 1_024
 #: The most counts of data-parallel copies an env's actions may offer per job (``replica_choices``).
 MAX_REPLICA_CHOICES = 64
+
+
+def generator_model(generator: object) -> str | None:
+    """The performance model (``"paper"`` or ``"physical"``) every scenario of ``generator``
+    runs by, where it is known before an episode: a scenario file's or name's (with its
+    knobs), ``"random"``'s ``model``, a fixed Scenario's; None for a user's own generator."""
+    if isinstance(generator, ScenarioSampler):
+        return generator.template.world.model
+    if isinstance(generator, RandomScenarioGenerator):
+        return generator.model
+    if isinstance(generator, FixedScenario):
+        return generator.scenario.world.model
+    return None
+
+
+def resolve_replica_choices(replica_choices: int, generator: object) -> int:
+    """``replica_choices`` (0 .. :data:`MAX_REPLICA_CHOICES`), refused above 0 where the
+    generator's scenarios run the paper's model: it has no data-parallel copies (semantics
+    §3e), so every count above one would be an action that is never legal."""
+    r = require_int(
+        "replica_choices",
+        replica_choices,
+        minimum=0,
+        maximum=MAX_REPLICA_CHOICES,
+        exc=ValidationError,
+    )
+    if r and generator_model(generator) == "paper":
+        raise ValidationError(
+            "replica_choices",
+            r,
+            "the paper's model has no data-parallel copies; give model='physical' or 0",
+        )
+    return r
 
 
 def resolve_max_regions(max_regions: int | None, generator: object) -> int:

@@ -127,8 +127,9 @@ class RewardMeter:
 def episode_info(result: RunResult) -> dict[str, float | int]:
     """The objectives of a finished episode, for the last step's ``info``: the paper's two
     (average JCT, total electricity cost), the makespan, the jobs completed, the emissions,
-    the JCT percentiles, the mean slowdown, the egress charge, and what faults cost (semantics §11:
-    the restarts, and the GPU-hours and dollars of restarts and lost work; 0 without faults)."""
+    the JCT percentiles, the mean slowdown, the egress charge, what faults cost (semantics §11:
+    the restarts, and the GPU-hours and dollars of restarts and lost work; 0 without faults),
+    and the resizes of jobs' data-parallel copies (semantics §3f; 0 without elasticity)."""
     return {
         "episode_avg_jct_s": result.avg_jct,
         "episode_avg_jct_h": result.avg_jct / SECONDS_PER_HOUR,
@@ -144,6 +145,7 @@ def episode_info(result: RunResult) -> dict[str, float | int]:
         "episode_restarts": result.n_restarts,
         "episode_wasted_gpu_hours": result.wasted_gpu_hours,
         "episode_wasted_cost_usd": result.wasted_cost,
+        "episode_resizes": result.n_resizes,
     }
 
 

@@ -170,7 +170,8 @@ def env_settings(
     - ``elasticity``: ``"none"``, ``"greedy"`` (with settings) or a rule (default: the
       scenario's), by which the simulator resizes running jobs' data-parallel copies.
       ``replica_choices=R > 0``: the agent also picks how many copies (1 .. R) a job starts
-      with: R place actions per slot (``slot * R + d - 1``) and the ``replicas`` array.
+      with: R place actions per slot (``slot * R + d - 1``) and the ``replicas`` array
+      (physical model only: the paper's has no copies, and R > 0 there is an error).
     - ``max_queue``: the visible window of candidates (None: the generator's ``max_jobs``);
       ``max_regions``: the region axis' padding (default: the generator's). ``allow_wait``:
       a last action that places nothing until the next event.
@@ -231,13 +232,7 @@ def env_settings(
             maximum=cfg.MAX_QUEUE,
             exc=ValidationError,
         ),
-        replica_choices=require_int(
-            "replica_choices",
-            replica_choices,
-            minimum=0,
-            maximum=cfg.MAX_REPLICA_CHOICES,
-            exc=ValidationError,
-        ),
+        replica_choices=cfg.resolve_replica_choices(replica_choices, generator),
         info_level=cfg.require_choice("info", info, INFO_LEVELS),
         max_steps=max_steps,
         # rgb_array is accepted without matplotlib: SB3's make_vec_env asks for it by default

@@ -297,8 +297,10 @@ class ScenarioTemplate:
             "gpu_scale": w.gpu_scale,
             "n_jobs": len(jobs),
             "ignore_memory": w.ignore_memory,
-            "admission": w.admission,
-            "preemption": w.preemption,
+            # the world's rules, which a policy with its own replaces: a run's record names
+            # the rules it used ``admission`` and ``preemption``, so these say ``world_``
+            "world_admission": w.admission,
+            "world_preemption": w.preemption,
             "announce_h": w.announce_h,
             "prices": w.prices,
             "start_hour": world.start_hour,

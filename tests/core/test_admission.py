@@ -393,7 +393,7 @@ def test_scenario_file_admission_field() -> None:
     }
     scn = build_scenario(spec)
     assert scn.admission == "full"
-    assert scn.params["admission"] == "full"
+    assert scn.params["world_admission"] == "full"
     # 16e-9 Gbps = 2 B/s and 1e-12 TFLOP/s = 1 FLOP/s: scenario (a) again
     res = make_policy("fcfs").simulate(scn)
     assert res.admission == "full"

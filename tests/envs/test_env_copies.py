@@ -64,6 +64,29 @@ def test_a_heuristic_agent_on_the_id_equals_the_simulator(name: str) -> None:
     assert (expected.n_resizes > 0) == name.endswith("+elastic")
 
 
+@pytest.mark.parametrize("name", ["sjf", "sjf+finish-aware+elastic"])
+def test_the_terminal_info_counts_the_resizes(name: str) -> None:
+    """``info["episode_resizes"]`` is the RunResult's ``n_resizes``: the resizes an elastic
+    heuristic's rule made (more than 0 on these 40 jobs), 0 for a plain one (issue 44)."""
+    agent = make_agent(name)
+    env = gym.make(ELASTIC, n_jobs=40, **agent.env_kwargs)
+    obs, info = env.reset(seed=5)
+    agent.reset(5)
+    infos = [info]
+    done = False
+    while not done:
+        action, _ = agent.predict(obs, info=info)  # SB3's (action, state)
+        obs, _, terminated, truncated, info = env.step(action)
+        infos.append(info)
+        done = terminated or truncated
+    assert terminated and all("episode_resizes" not in i for i in infos[:-1])
+    resizes = info["episode_resizes"]
+    assert type(resizes) is int
+    assert resizes == env.unwrapped.sim.result().n_resizes
+    assert resizes == make_policy(name, seed=5).simulate(env.unwrapped.scenario).n_resizes
+    assert (resizes > 0) == name.endswith("+elastic")
+
+
 def test_the_planner_as_an_agent_equals_its_simulator_run() -> None:
     name = "rollout:sjf+elastic,k=2"
     agent = make_agent(name)
@@ -84,8 +107,10 @@ def test_the_id_s_heuristics_include_every_elastic_variant() -> None:
 
 
 def test_replica_choices_without_copies_is_one_pipeline_per_job() -> None:
-    """A world of one pipeline: only the first count of each slot is ever legal."""
-    env = GeoPipeEnv("paper", replica_choices=3, max_queue=16)
+    """A world of one pipeline (physical, ``max_replicas`` 1): only the first count of each
+    slot is ever legal. (The paper's model refuses ``replica_choices``:
+    test_env_replica_choices.py.)"""
+    env = GeoPipeEnv("paper", replica_choices=3, max_queue=16, model="physical")
     _, info = env.reset(seed=0)
     mask = info["action_mask"][: env.n_place].reshape(16, 3)
     assert mask[:, 1:].sum() == 0 and mask[:, 0].sum() > 0

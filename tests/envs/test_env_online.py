@@ -299,6 +299,7 @@ EPISODE_KEYS = {
     "episode_restarts": int,  # semantics §11: 0, 0.0 and 0.0 in a world without faults
     "episode_wasted_gpu_hours": float,
     "episode_wasted_cost_usd": float,
+    "episode_resizes": int,  # semantics §3f: 0 without an elasticity rule
 }
 
 
@@ -319,6 +320,7 @@ def test_terminal_info_keys_types_and_values():
     assert 0 < result.jct_p50 <= result.jct_p95 <= result.jct_p99
     assert last["episode_mean_slowdown"] == result.mean_slowdown >= 1.0
     assert last["episode_egress_usd"] == 0.0  # the online scenario charges no egress
+    assert last["episode_resizes"] == result.n_resizes == 0
 
 
 def test_egress_reaches_the_terminal_info_and_the_cost_term():

@@ -153,7 +153,7 @@ def main() -> None:
         data = json.loads(RESULTS.read_text())
         text = table(data)
         print(text)
-        splice(DOCS, "elastic-table", text)
+        splice(DOCS, "elastic-table", text + "\n")
 
 
 if __name__ == "__main__":

@@ -617,8 +617,7 @@ _SUFFIXES = {
     "+announce": "finish-aware that also holds GPUs for an announced job it would block",
     "+srtf": "preempts the longest-remaining job for a pending one with half its time left",
     "+las": "preempts the most-served job for a pending one below 500 GPU-h (size-blind)",
-    ELASTIC_SUFFIX: "resizes jobs' data-parallel copies (needs --max-replicas 2+ and "
-    "--model physical)",
+    ELASTIC_SUFFIX: "resizes jobs' data-parallel copies; needs --max-replicas 2+, --model physical",
 }
 
 
@@ -633,24 +632,22 @@ def _suffix_rule(suffix: str, after: list[str]) -> str:
 
 
 def _list_policies() -> None:
-    """``bacepipe policies``: every registered policy, the rollout family, and the suffixes
-    that compose a policy from another, each with one line."""
+    """``bacepipe policies``: every registered policy, the suffixes that compose a policy from
+    another (``<base>+srtf``), and the rollout family, each with one line."""
     names = policy_names(include_oracles=True)
-    suffixes = policy_suffixes()
+    suffixes = {f"<base>{s}": (s, after) for s, after in policy_suffixes().items()}
     width = max(map(len, [*names, *suffixes]))
     for name in names:
         print(f"{name:{width}s}  {policy_info(name).description}")
+    for family, (suffix, after) in suffixes.items():
+        rule = _suffix_rule(suffix, after)
+        where = "any heuristic" if not after else ", ".join(after)
+        print(f"{family:{width}s}  {_SUFFIXES.get(suffix, rule)} ({rule}; base: {where})")
     family = "rollout:<base>"
     print(
         f"{family:{width}s}  Rollout planner over any heuristic above "
         "(settings: ,k=4,lookahead=submitted|announced:H|clairvoyant; docs/headroom.md)"
     )
-    print("\nsuffixes (NAME+SUFFIX: the policy NAME with one more rule):")
-    for suffix, after in suffixes.items():
-        rule = _suffix_rule(suffix, after)
-        what = _SUFFIXES.get(suffix, rule)
-        where = "any heuristic" if not after else ", ".join(after)
-        print(f"{suffix:{width}s}  {what} ({rule}; after {where})")
 
 
 def _take_plugins(argv: list[str]) -> tuple[list[str], list[str]]:

@@ -592,7 +592,7 @@ class _Parser(OneLineParser):
             if token == "--":
                 return
             if parser is self and token in commands:
-                parser = commands[token]  # type: ignore[index]
+                parser = commands[token]
                 continue
             name = token.split("=", 1)[0]
             flags = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]

@@ -349,13 +349,15 @@ EXECUTION = ("seeds", "workers", "backend", "address")
 class Command:
     """One command: its line in ``bacepipe --help``, its flags (names of :data:`FLAGS`, in
     ``--help``'s order within their groups; a ``(name, {option: value})`` pair replaces some
-    of that flag's options for this command), its usage line (None: argparse's) and the line
-    under its ``world`` heading."""
+    of that flag's options for this command), its usage line (None: argparse's), the line
+    under its ``world`` heading, and flags of one group of which exactly one must be given
+    (``one_of``: ``("scenario", "env_id")``; their options must not say ``required``)."""
 
     help: str
     flags: tuple[str | tuple[str, Mapping[str, Any]], ...] = ()
     usage: str | None = None
     world: str | None = GROUPS["world"]
+    one_of: tuple[str, ...] = ()
 
     def options(self) -> dict[str, dict[str, Any]]:
         """Each flag's ``add_argument`` options for this command, in ``--help``'s order."""
@@ -613,8 +615,12 @@ def _add_command(sub: Any, name: str, command: Command) -> None:
         for g, line in GROUPS.items()
         if g in used
     }
+    if command.one_of:  # exactly one of them, listed in their group
+        (group,) = {FLAGS[flag].group for flag in command.one_of}
+        one = groups[group].add_mutually_exclusive_group(required=True)
     for flag, opts in options.items():
-        groups[FLAGS[flag].group].add_argument(FLAGS[flag].flag, **{"dest": flag, **opts})
+        where = one if flag in command.one_of else groups[FLAGS[flag].group]
+        where.add_argument(FLAGS[flag].flag, **{"dest": flag, **opts})
 
 
 def build_parser() -> argparse.ArgumentParser:

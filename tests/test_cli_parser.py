@@ -87,6 +87,25 @@ def test_evaluate_takes_every_world_flag_of_simulate() -> None:
     assert len(sim) == sum(1 for k in KNOBS.values() if k.flag)  # every knob with a flag
 
 
+def test_one_of_two_flags_is_one_declaration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A command that takes either of two flags lists both in their group and needs one."""
+    import bacepipe_env.cli_args as cli_args
+
+    either = cli_args.Command(
+        "a scenario or an env id",
+        ("scenario", ("env_id", {"required": False}), "seed"),
+        one_of=("scenario", "env_id"),
+    )
+    monkeypatch.setitem(cli_args.COMMANDS, "either", either)
+    parser = build_parser()
+    assert parser.parse_args(["either", "--env-id", FIG1]).scenario == "paper"
+    assert parser.parse_args(["either", "--scenario", "fig1"]).env_id is None
+    assert _option_strings("either")["world"] == ["--scenario", "--env-id", "--seed"]
+    for argv in (["either"], ["either", "--scenario", "fig1", "--env-id", FIG1]):
+        with pytest.raises(SystemExit):
+            parser.parse_args(argv)
+
+
 def test_a_bare_on_off_flag_shows_no_empty_value(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["simulate", "--help"])

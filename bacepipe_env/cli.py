@@ -14,18 +14,18 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import outputs
 from .cli_args import (
     build_parser,
+    check_outputs,
     parse_loads,
     parse_rates,
     parse_seeds,
 )
-from .core.simulator import RunResult, lookahead_horizon
+from .core.simulator import lookahead_horizon
 from .core.units import hours
 from .core.world import (
     KNOBS,
@@ -38,6 +38,7 @@ from .experiments.online import run_online
 from .experiments.progress import Progress
 from .experiments.reproduce import CLAIMS, run_reproduce, verdict
 from .experiments.runner import RayBackend, default_workers
+from .experiments.summary import format_run
 from .learned import (
     INSTALL_HINT,
     PRETRAINED,
@@ -53,9 +54,11 @@ from .plugins import ENV_VAR as PLUGIN_ENV_VAR
 from .plugins import load_plugins, plugin_modules
 from .policies import bace_pipe
 from .policies.registry import (
+    ELASTIC_SUFFIX,
     make_policy,
     policy_info,
     policy_names,
+    policy_suffixes,
     split_policies,
 )
 from .scenarios import list_scenarios, load_scenario
@@ -92,116 +95,6 @@ def _train(argv: Sequence[str]) -> int:
     name, *rest = argv
     command = train_command(name)
     return int(command(rest, prog=f"bacepipe train {name}"))
-
-
-def _hour_of_2023(hour: float) -> str:
-    """Hour ``hour`` of 2023 as a UTC date and time, e.g. ``Jan 05 04:00 UTC``."""
-    when = datetime(2023, 1, 1, tzinfo=timezone.utc) + timedelta(hours=hour)
-    return when.strftime("%b %d %H:%M UTC")
-
-
-def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None = None) -> str:
-    """The per-job table and the totals, in hours, dollars and kg CO2e (an ``egress $`` column
-    and total when the run charged egress; with ``faults``, a ``restarts`` column and the
-    restarts, wasted GPU-hours and wasted cost in the totals; under a preemption rule, a
-    ``preempted`` column and the preemptions in the totals). ``faults`` defaults to whether
-    the run restarted or wasted anything; ``bacepipe simulate`` passes whether the scenario
-    configured faults."""
-    preempts = result.preemption != "none"
-    if faults is None or preempts:
-        faults = bool(faults) or result.n_restarts > 0 or result.wasted_gpu_hours > 0
-    head = [
-        "job",
-        "model",
-        "dataset",
-        "K*",
-        "floor",
-        "GPUs",
-        "path",
-        "wait h",
-        "exec h",
-        "JCT h",
-        "cost $",
-        "carbon kg",
-    ]
-    if result.egress:
-        head.append("egress $")
-    if faults:
-        head.append("restarts")
-    if preempts:
-        head.append("preempted")
-    rows = []
-    for r in result.records:
-        row = [
-            r.name,
-            r.model,
-            r.dataset,
-            str(r.k_star),
-            str(r.memory_floor),
-            str(r.n_gpus),
-            r.placement.describe(names),
-            f"{hours(r.wait):.2f}",
-            f"{hours(r.execution):.2f}",
-            f"{hours(r.jct):.2f}",
-            f"{r.cost:,.2f}",
-            f"{r.carbon:,.2f}",
-        ]
-        if result.egress:
-            row.append(f"{r.egress_cost:,.2f}")
-        if faults:
-            row.append(str(r.restarts))
-        if preempts:
-            row.append(str(r.preemptions))
-        rows.append(row)
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
-    text = {0, 1, 2, 6}  # the other columns are numbers, right-aligned
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(
-            c.ljust(w) if i in text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
-        ).rstrip()
-
-    out = [line(head), line(["-" * w for w in widths])]
-    out += [line(row) for row in rows]
-    out.append("")
-    memory = "memory ignored" if result.ignore_memory else "memory checked"
-    tariff = "flat prices"  # constant in time: no start hour to report
-    if result.prices != "flat":
-        tariff = (
-            f"{result.prices} prices from hour {result.start_hour:g} of 2023 "
-            f"({_hour_of_2023(result.start_hour)})"
-        )
-    if result.egress:
-        tariff += ", egress charged"
-    out.append(
-        f"scenario {result.scenario}, policy {result.policy}, {len(rows)} jobs, "
-        f"{result.admission} admission, "
-        + (f"{result.preemption} preemption, " if preempts else "")
-        + f"{memory}, {tariff}"
-        + (f", {result.model} model" if result.model != "paper" else "")
-    )
-    out.append(f"  average JCT      {hours(result.avg_jct):12.2f} h")
-    out.append(f"  JCT p50          {hours(result.jct_p50):12.2f} h")
-    out.append(f"  JCT p95          {hours(result.jct_p95):12.2f} h")
-    out.append(f"  JCT p99          {hours(result.jct_p99):12.2f} h")
-    out.append(f"  mean slowdown    {result.mean_slowdown:12.2f} x")
-    out.append(f"  total cost       {result.total_cost:12,.2f} $")
-    if result.egress:
-        out.append(f"  egress cost      {result.total_egress_cost:12,.2f} $")
-    if preempts:
-        out.append(f"  preemptions      {result.n_preemptions:12d}")
-    if faults:
-        out.append(f"  restarts         {result.n_restarts:12d}")
-        out.append(f"  wasted GPU-hours {result.wasted_gpu_hours:12,.2f} GPU-h")
-        out.append(f"  wasted cost      {result.wasted_cost:12,.2f} $")
-    if result.prices == "flat" and result.total_carbon == 0 and result.records:
-        # flat carbon intensity of 0 in every region: the scenario carries no carbon data
-        out.append("  total carbon              n/a (the scenario has no carbon data)")
-    else:
-        out.append(f"  total carbon     {result.total_carbon:12,.2f} kg CO2e")
-    out.append(f"  makespan         {hours(result.makespan):12.2f} h")
-    out.append(f"  GPU utilisation  {100 * result.gpu_utilization:12.1f} %")
-    return "\n".join(out)
 
 
 def _world(args: argparse.Namespace) -> dict[str, Any]:
@@ -253,6 +146,7 @@ def _simulate(args: argparse.Namespace) -> int:
         scenario = scenario_for(check_env_id("--env-id", args.env_id), args.seed, **knobs)
     else:
         scenario = load_scenario(args.scenario, seed=args.seed, **knobs)
+    _check_copies(args, policy.elasticity, scenario)
     result = policy.simulate(scenario)
     names = scenario.cluster.names
     if args.json != "-":
@@ -271,6 +165,25 @@ def _simulate(args: argparse.Namespace) -> int:
         # the run's figures are finite
         _write_json(args.json, json.dumps(payload, indent=2, allow_nan=False))
     return 0
+
+
+def _check_copies(args: argparse.Namespace, own: str | None, scenario: Any) -> None:
+    """One line naming ``--max-replicas`` when the run's elasticity rule (the policy's own,
+    ``+elastic``, else the world's) resizes jobs' copies but no job of ``scenario`` may run a
+    second one: the run would play as the plain policy, resizing nothing."""
+    rule = own if own is not None else scenario.world.elasticity
+    if rule == "none" or any(high > 1 for _, high in scenario.replica_ranges.values()):
+        return
+    flag, value = ("--policy", args.policy) if own is not None else ("--elasticity", rule)
+    if own is None and args.elasticity is None:
+        flag = "elasticity"  # the scenario file's own rule
+    model = "" if scenario.world.model == "physical" else " and --model physical"
+    raise ValidationError(
+        flag,
+        value,
+        "no job may run a second copy of its pipeline, so nothing would be resized: "
+        f"give --max-replicas 2 or more{model}",
+    )
 
 
 def _policies(text: str) -> list[str]:
@@ -420,7 +333,7 @@ def _online(args: argparse.Namespace) -> int:
     policies = None if args.policies is None else _policies(args.policies)
     workers = _workers(args)
     out = Path(args.out)
-    rule = _preemption_flag(args.preemption)
+    rule = _preemption_flag(args.preemption or "none")
     with outputs.OutputSet(out, "online", args.argv):
         path = run_online(
             out,
@@ -441,7 +354,7 @@ def _faults_experiment(args: argparse.Namespace) -> int:
     rates = parse_rates(args.rates)
     policies = _policies(args.policies)
     workers = _workers(args)
-    preemption = _preemption_flag(args.preemption)
+    preemption = _preemption_flag(args.preemption or "none")
     with outputs.OutputSet(args.out, "faults", args.argv):
         path = run_faults(
             Path(args.out),
@@ -474,6 +387,38 @@ def _json_object(flag: str, text: str | None) -> dict[str, Any] | None:
     return value
 
 
+#: The world settings that are parts of a policy: a policy's own rule wins over the flag's.
+_POLICY_PARTS = ("admission", "preemption", "elasticity")
+
+
+def _env_world(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``evaluate``'s world flags (``simulate``'s) and ``--env-kwargs``, as GeoPipeEnv
+    keywords: those for every policy's env, and the rules (admission, preemption, elasticity)
+    for every policy without its own. A flag the env id's scenario cannot take, or a keyword
+    of ``--env-kwargs`` that a flag also sets, is one line."""
+    from .envs.config import scenario_knob_names
+    from .envs.registration import geopipe_kwargs
+    from .envs.settings import SETTINGS
+
+    knobs = _world(args)
+    scenario = geopipe_kwargs(args.env_id).get("scenario", "paper")
+    takes = {*SETTINGS, *(scenario_knob_names(scenario) if scenario != "random" else ())}
+    for name in knobs:
+        if name not in takes:
+            raise ValidationError(
+                KNOBS[name].flag,
+                getattr(args, name),
+                f"does not apply to {args.env_id}: its {scenario!r} episodes have no such setting",
+            )
+    given = _json_object("--env-kwargs", args.env_kwargs) or {}
+    for name in knobs.keys() & given.keys():
+        raise ValidationError(
+            "--env-kwargs", args.env_kwargs, f"sets {name}, as {KNOBS[name].flag} does"
+        )
+    rules = {name: knobs.pop(name) for name in _POLICY_PARTS if name in knobs}
+    return {**knobs, **given}, rules
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     from .envs.registration import check_env_id  # the env package loads gymnasium: only here
 
@@ -503,17 +448,24 @@ def _evaluate(args: argparse.Namespace) -> int:
             "--reference", args.reference, f"not among --policies: {', '.join(policies)}"
         )
     reference = None if args.reference is None else args.reference.strip()
+    env_kwargs, rules = _env_world(args)
     with Progress(len(policies) * args.episodes, "episodes", "evaluate") as bar:
-        report = evaluate_policies(
-            args.env_id,
-            policies,
-            args.episodes,
-            args.first_seed,
-            reference,
-            progress=bar,
-            preemption=None if args.preemption is None else _preemption_flag(args.preemption),
-            env_kwargs=_json_object("--env-kwargs", args.env_kwargs),
-        )
+        try:
+            report = evaluate_policies(
+                args.env_id,
+                policies,
+                args.episodes,
+                args.first_seed,
+                reference,
+                progress=bar,
+                preemption=rules.pop("preemption", None),
+                env_kwargs=env_kwargs,
+                defaults=rules,
+            )
+        except ValidationError as err:
+            if err.field != "preemption":
+                raise
+            raise ValidationError("--preemption", err.value, err.reason) from None
     if args.json != "-":
         print(report.format_table())
     if args.plot is not None:
@@ -638,7 +590,11 @@ def run() -> NoReturn:
 
 
 def _dispatch(argv: list[str]) -> int:
-    """Run the command ``argv`` names; errors a user can cause become one line and status 2."""
+    """Run the command ``argv`` names; errors a user can cause become one line and status 2,
+    a closed stdout (``>&-``) among them."""
+    if sys.stdout is None:  # Python's stand-in for a closed file descriptor 1
+        _error(BacepipeError("stdout is closed: send it somewhere, e.g. > out.txt or > /dev/null"))
+        return 2
     try:
         status = _command(argv)
         sys.stdout.flush()  # a full device (`> /dev/full`) fails here, not at exit
@@ -657,6 +613,47 @@ def _dispatch(argv: list[str]) -> int:
         _stop_stdout()
         _error(BacepipeError(f"cannot write {shorten(where, 60)}: {err.strerror or err}"))
         return 2
+
+
+#: What each built-in suffix adds to the name it follows (``bacepipe policies``); a suffix
+#: a plugin registers is described by the rule it adds.
+_SUFFIXES = {
+    "+full": "waits until a job gets its full placement",
+    "+finish-aware": "waits when the next GPU release would let a job finish sooner",
+    "+announce": "finish-aware that also holds GPUs for an announced job it would block",
+    "+srtf": "preempts the longest-remaining job for a pending one with half its time left",
+    "+las": "preempts the most-served job for a pending one below 500 GPU-h (size-blind)",
+    ELASTIC_SUFFIX: "resizes jobs' data-parallel copies; needs --max-replicas 2+, --model physical",
+}
+
+
+def _suffix_rule(suffix: str, after: list[str]) -> str:
+    """The rule ``suffix`` adds to the first name it follows, e.g. ``preemption srtf``."""
+    if not after:
+        return "elasticity greedy"
+    mine, base = policy_info(after[0] + suffix), policy_info(after[0])
+    parts = ("admission", "preemption", "elasticity")
+    changed = [f"{p} {getattr(mine, p)}" for p in parts if getattr(mine, p) != getattr(base, p)]
+    return ", ".join(changed) or mine.description
+
+
+def _list_policies() -> None:
+    """``bacepipe policies``: every registered policy, the suffixes that compose a policy from
+    another (``<base>+srtf``), and the rollout family, each with one line."""
+    names = policy_names(include_oracles=True)
+    suffixes = {f"<base>{s}": (s, after) for s, after in policy_suffixes().items()}
+    width = max(map(len, [*names, *suffixes]))
+    for name in names:
+        print(f"{name:{width}s}  {policy_info(name).description}")
+    for family, (suffix, after) in suffixes.items():
+        rule = _suffix_rule(suffix, after)
+        where = "any heuristic" if not after else ", ".join(after)
+        print(f"{family:{width}s}  {_SUFFIXES.get(suffix, rule)} ({rule}; base: {where})")
+    family = "rollout:<base>"
+    print(
+        f"{family:{width}s}  Rollout planner over any heuristic above "
+        "(settings: ,k=4,lookahead=submitted|announced:H|clairvoyant; docs/headroom.md)"
+    )
 
 
 def _take_plugins(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -687,6 +684,7 @@ def _command(argv: list[str]) -> int:
         return _train(argv[1:])
     args = build_parser().parse_args(argv)
     args.argv = ["bacepipe", *argv]
+    check_outputs(args)
     if args.command == "scenarios":
         names = list_scenarios()
         width = max(map(len, names))
@@ -694,15 +692,7 @@ def _command(argv: list[str]) -> int:
             print(f"{name:{width}s}  {load_scenario(name).description}")
         return 0
     if args.command == "policies":
-        names = policy_names(include_oracles=True)
-        width = max(map(len, names))
-        for name in names:
-            print(f"{name:{width}s}  {policy_info(name).description}")
-        family = "rollout:<base>"
-        print(
-            f"{family:{width}s}  Rollout planner over any heuristic above "
-            "(settings: ,k=4,lookahead=submitted|announced:H|clairvoyant; docs/headroom.md)"
-        )
+        _list_policies()
         return 0
     if args.command in ("compare", "sweep", "ablation"):
         return _experiment(args)

@@ -305,6 +305,7 @@ def evaluate_policies(
     progress: Progress | None = None,
     preemption: str | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> EvaluationReport:
     """Play every policy (registered names and ``algo:path`` models) on the episodes of
     ``env_id`` reset with seeds ``first_seed .. first_seed + episodes - 1``.
@@ -321,7 +322,9 @@ def evaluate_policies(
     before the first episode; bad input is one ValidationError/BacepipeError line.
     ``progress`` counts finished episodes. ``preemption`` (semantics §3c) is the rule the env's
     simulator applies for every policy without its own (not on an id with preempt actions,
-    whose agents preempt themselves)."""
+    whose agents preempt themselves); ``defaults`` are GeoPipeEnv keywords likewise set only
+    where a policy sets none of its own (``bacepipe evaluate``'s ``--admission`` and
+    ``--elasticity``: a policy's own rule wins, as in ``bacepipe simulate``)."""
     from ..envs.agents import RolloutAgent, agent_env_kwargs, evaluate, make_agent
     from ..envs.registration import geopipe_kwargs
 
@@ -358,9 +361,10 @@ def evaluate_policies(
                 **_NO_OPTIONAL_ARRAYS,
             }
             agents.append((spec, spec, None, agent, kwargs))
-    if preemption is not None:  # for every policy without a rule of its own
-        for *_, kwargs in agents:
-            kwargs.setdefault("preemption", preemption)
+    fallback = {**(defaults or {}), **({} if preemption is None else {"preemption": preemption})}
+    for *_, kwargs in agents:  # for every policy without a rule of its own
+        for key, value in fallback.items():
+            kwargs.setdefault(key, value)
     for *_, kwargs in agents:
         kwargs.update(common)
     shown = [a[0] for a in agents]
@@ -390,7 +394,7 @@ def evaluate_policies(
         envs.append(env)
     results: list[list[EpisodeResult]] = []
     replays: list[tuple[str | None, ...]] = []
-    world = {**common, **({} if preemption is None else {"preemption": preemption})}
+    world = {**common, **fallback}
     for (_, spec, _, agent, _), env in zip(agents, envs):
         mine: list[EpisodeResult] = []
         lines: list[str | None] = []

@@ -1,4 +1,5 @@
-"""Per-policy statistics over seeds, absolute and normalised to a reference policy."""
+"""Per-policy statistics over seeds, absolute and normalised to a reference policy, and
+:func:`format_run`, the text ``bacepipe simulate`` prints for one run."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.records import RunResult
+from ..core.units import hours
 from ..core.world import World
 from ..outputs import write_text
 from .runner import RunSummary
@@ -20,6 +24,7 @@ __all__ = [
     "PolicyStats",
     "egress_charged",
     "faults_configured",
+    "format_run",
     "format_table",
     "preemption_configured",
     "summarise",
@@ -229,3 +234,123 @@ def write_json(path: Path, payload: Any) -> None:
 
     text = json.dumps(clean(payload), indent=2, allow_nan=False)
     write_text(path, text + "\n")
+
+
+def _hour_of_2023(hour: float) -> str:
+    """Hour ``hour`` of 2023 as a UTC date and time, e.g. ``Jan 05 04:00 UTC``."""
+    when = datetime(2023, 1, 1, tzinfo=timezone.utc) + timedelta(hours=hour)
+    return when.strftime("%b %d %H:%M UTC")
+
+
+def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None = None) -> str:
+    """The per-job table and the totals, in hours, dollars and kg CO2e (an ``egress $`` column
+    and total when the run charged egress; with ``faults``, a ``restarts`` column and the
+    restarts, wasted GPU-hours and wasted cost in the totals; under a preemption rule, a
+    ``preempted`` column and the preemptions in the totals; under an elasticity rule, a
+    ``resizes`` column, and the resizes, restarts and waste in the totals, zeros included).
+    ``faults`` defaults to whether the run restarted or wasted anything; ``bacepipe
+    simulate`` passes whether the scenario configured faults."""
+    preempts = result.preemption != "none"
+    elastic = result.elasticity != "none"
+    if faults is None or preempts:
+        faults = bool(faults) or result.n_restarts > 0 or result.wasted_gpu_hours > 0
+    faults = faults or elastic
+    head = [
+        "job",
+        "model",
+        "dataset",
+        "K*",
+        "floor",
+        "GPUs",
+        "path",
+        "wait h",
+        "exec h",
+        "JCT h",
+        "cost $",
+        "carbon kg",
+    ]
+    if result.egress:
+        head.append("egress $")
+    if faults:
+        head.append("restarts")
+    if preempts:
+        head.append("preempted")
+    if elastic:
+        head.append("resizes")
+    rows = []
+    for r in result.records:
+        row = [
+            r.name,
+            r.model,
+            r.dataset,
+            str(r.k_star),
+            str(r.memory_floor),
+            str(r.n_gpus),
+            r.placement.describe(names),
+            f"{hours(r.wait):.2f}",
+            f"{hours(r.execution):.2f}",
+            f"{hours(r.jct):.2f}",
+            f"{r.cost:,.2f}",
+            f"{r.carbon:,.2f}",
+        ]
+        if result.egress:
+            row.append(f"{r.egress_cost:,.2f}")
+        if faults:
+            row.append(str(r.restarts))
+        if preempts:
+            row.append(str(r.preemptions))
+        if elastic:
+            row.append(str(r.resizes))
+        rows.append(row)
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    text = {0, 1, 2, 6}  # the other columns are numbers, right-aligned
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(
+            c.ljust(w) if i in text else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    out = [line(head), line(["-" * w for w in widths])]
+    out += [line(row) for row in rows]
+    out.append("")
+    memory = "memory ignored" if result.ignore_memory else "memory checked"
+    tariff = "flat prices"  # constant in time: no start hour to report
+    if result.prices != "flat":
+        tariff = (
+            f"{result.prices} prices from hour {result.start_hour:g} of 2023 "
+            f"({_hour_of_2023(result.start_hour)})"
+        )
+    if result.egress:
+        tariff += ", egress charged"
+    out.append(
+        f"scenario {result.scenario}, policy {result.policy}, {len(rows)} jobs, "
+        f"{result.admission} admission, "
+        + (f"{result.preemption} preemption, " if preempts else "")
+        + (f"{result.elasticity} elasticity, " if elastic else "")
+        + f"{memory}, {tariff}"
+        + (f", {result.model} model" if result.model != "paper" else "")
+    )
+    out.append(f"  average JCT      {hours(result.avg_jct):12.2f} h")
+    out.append(f"  JCT p50          {hours(result.jct_p50):12.2f} h")
+    out.append(f"  JCT p95          {hours(result.jct_p95):12.2f} h")
+    out.append(f"  JCT p99          {hours(result.jct_p99):12.2f} h")
+    out.append(f"  mean slowdown    {result.mean_slowdown:12.2f} x")
+    out.append(f"  total cost       {result.total_cost:12,.2f} $")
+    if result.egress:
+        out.append(f"  egress cost      {result.total_egress_cost:12,.2f} $")
+    if preempts:
+        out.append(f"  preemptions      {result.n_preemptions:12d}")
+    if elastic:
+        out.append(f"  resizes          {result.n_resizes:12d}")
+    if faults:
+        out.append(f"  restarts         {result.n_restarts:12d}")
+        out.append(f"  wasted GPU-hours {result.wasted_gpu_hours:12,.2f} GPU-h")
+        out.append(f"  wasted cost      {result.wasted_cost:12,.2f} $")
+    if result.prices == "flat" and result.total_carbon == 0 and result.records:
+        # flat carbon intensity of 0 in every region: the scenario carries no carbon data
+        out.append("  total carbon              n/a (the scenario has no carbon data)")
+    else:
+        out.append(f"  total carbon     {result.total_carbon:12,.2f} kg CO2e")
+    out.append(f"  makespan         {hours(result.makespan):12.2f} h")
+    out.append(f"  GPU utilisation  {100 * result.gpu_utilization:12.1f} %")
+    return "\n".join(out)

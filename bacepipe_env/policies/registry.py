@@ -59,6 +59,7 @@ __all__ = [
     "make_preemption",
     "policy_info",
     "policy_names",
+    "policy_suffixes",
     "register_policy",
     "split_policies",
 ]
@@ -416,6 +417,36 @@ def elastic_names(names: list[str]) -> list[str]:
     return [f"{n}{ELASTIC_SUFFIX}" for n in names if not n.endswith(ELASTIC_SUFFIX)]
 
 
+def policy_suffixes() -> dict[str, list[str]]:
+    """Every suffix that composes a policy from another: the last ``+part`` of each registered
+    ``<registered name>+part`` (``+srtf`` of ``sjf+srtf``), with the names it follows, in
+    registration order, and :data:`ELASTIC_SUFFIX`, which follows any heuristic (``[]``)."""
+    out: dict[str, list[str]] = {}
+    for name in policy_names():
+        base, plus, part = name.rpartition("+")
+        if plus and base in _BY_NAME:
+            out.setdefault(f"+{part}", []).append(base)
+    out[ELASTIC_SUFFIX] = []
+    return out
+
+
+def _closest(name: str, names: list[str]) -> list[str]:
+    """The registered name closest to ``name`` (``difflib``'s default cutoff), as a list of at
+    most one; a registered name with a misspelt suffix gets the closest suffix that follows it
+    (``bace-pipe+elastc`` -> ``bace-pipe+elastic``, not the nearer whole name ``+srtf``); a
+    known suffix after a name it does not follow is matched as a whole name."""
+    import difflib
+
+    base, plus, part = name.rpartition("+")
+    suffixes = policy_suffixes()
+    if plus and base in _BY_NAME and f"+{part}" not in suffixes:
+        fits = [s for s, after in suffixes.items() if not after or base in after]
+        close = difflib.get_close_matches(f"+{part}", fits, n=1)
+        if close:
+            return [base + close[0]]
+    return difflib.get_close_matches(name, names, n=1)
+
+
 def policy_info(name: str) -> PolicyInfo:
     """The registry entry of ``name`` (a rollout planner's, ``rollout:<base>,...``, and an
     elastic heuristic's, ``<heuristic>+elastic``, are made on first use); a ValidationError
@@ -429,10 +460,8 @@ def policy_info(name: str) -> PolicyInfo:
             return _elastic_info(name)
         if load_plugins():  # an installed or named plugin may register it
             return policy_info(name)
-        import difflib
-
         names = policy_names(include_oracles=True)
-        close = difflib.get_close_matches(name, names, n=1) if isinstance(name, str) else []
+        close = _closest(name, names) if isinstance(name, str) else []
         raise ValidationError(
             "policy",
             name,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
+import io
 import json
 import os
 import signal
@@ -25,6 +27,7 @@ from .cli_args import (
     parse_rates,
     parse_seeds,
 )
+from .core.records import attempt_rows
 from .core.simulator import lookahead_horizon
 from .core.units import hours
 from .core.world import (
@@ -164,7 +167,20 @@ def _simulate(args: argparse.Namespace) -> int:
         payload = {"params": dict(scenario.params), **result.to_dict(names)}
         # the run's figures are finite
         _write_json(args.json, json.dumps(payload, indent=2, allow_nan=False))
+    if args.csv is not None:
+        _write_attempts_csv(args.csv, attempt_rows(result, names))
     return 0
+
+
+def _write_attempts_csv(path: str, rows: list[dict[str, Any]]) -> None:
+    """The attempts' rows (:func:`~bacepipe_env.core.records.attempt_rows`) as CSV at
+    ``path``, whole or not at all, with a one-line error naming ``--csv``."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    outputs.write_text(path, buffer.getvalue(), field="--csv")
+    print(f"\nwrote {path}")
 
 
 def _check_copies(args: argparse.Namespace, own: str | None, scenario: Any) -> None:

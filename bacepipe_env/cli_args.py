@@ -278,6 +278,15 @@ FLAGS: dict[str, Flag] = {
         metavar="OUT",
         help="also write the full result as JSON to OUT ('-' for stdout)",
     ),
+    "csv": _flag(
+        "--csv",
+        "output",
+        writes=True,
+        default=None,
+        metavar="OUT",
+        help="also write every job's attempts as CSV to OUT: times, outcome, GPUs, every "
+        "copy's path and the rate booked on each directed link",
+    ),
     "plot": _flag(
         "--plot",
         "output",
@@ -433,13 +442,15 @@ COMMANDS: dict[str, Command] = {
             "policy",
             "partial_take",
             "json",
+            "csv",
             _plot(
                 "the GPU timeline of the finished run (which job held how many GPUs of each "
                 "region when)"
             ),
         ),
         usage="%(prog)s (--scenario NAME|PATH | --env-id ID) [--seed SEED]\n"
-        "       [world flags] [--policy NAME] [--partial-take] [--json OUT] [--plot PATH]",
+        "       [world flags] [--policy NAME] [--partial-take] [--json OUT] [--csv OUT]\n"
+        "       [--plot PATH]",
         one_of=("scenario", "env_id"),
     ),
     "scenarios": Command("list the built-in scenarios"),
@@ -589,7 +600,9 @@ class _Parser(OneLineParser):
             if close is not None:
                 noun = "command" if what == "COMMAND" else f"{what} value"
                 self._exit_line(f"unknown {noun} {got}; did you mean {close!r}?")
-        if message.startswith(("unrecognized arguments", "the following arguments are")):
+        if message.startswith(
+            ("unrecognized arguments", "the following arguments are", "one of the arguments")
+        ):
             self._unknown_flag()
         super().error(message)
 

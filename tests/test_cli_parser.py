@@ -80,7 +80,7 @@ def test_a_world_setting_is_one_declaration_for_every_command() -> None:
 
 
 def test_evaluate_takes_every_world_flag_of_simulate() -> None:
-    sim = set(_option_strings("simulate")["world"]) - {"--scenario", "--seed"}
+    sim = set(_option_strings("simulate")["world"]) - {"--scenario", "--seed", "--env-id"}
     ev = _option_strings("evaluate")["world"]
     assert sim <= set(ev)
     assert {"--env-id", "--env-kwargs"} <= set(ev)

@@ -529,7 +529,10 @@ COMMANDS: dict[str, Command] = {
                 "json",
                 _help("also write every episode and the summary as JSON to OUT ('-' for stdout)"),
             ),
-            _plot("each policy's mean JCT with its 95%% interval, the reference marked,"),
+            _plot(
+                "each policy's paired JCT and cost ratios to the reference with its wins and "
+                "losses, and its mean JCT,"
+            ),
             "episodes",
             "first_seed",
         ),

@@ -30,7 +30,7 @@ EXPECTED = {
         "options": ["-h", "--help"],
         "world": ["--scenario", "--env-id", "--seed", *_knob_flags("simulate", "world")],
         "policy": ["--policy", "--partial-take"],
-        "output": ["--json", "--plot"],
+        "output": ["--json", "--csv", "--plot"],
     },
     "compare": {
         "options": ["-h", "--help"],

@@ -19,7 +19,7 @@ from .cluster import Cluster
 from .placement import Placement
 from .views import Release
 
-__all__ = ["Ledger"]
+__all__ = ["Ledger", "directed"]
 
 
 class Ledger:
@@ -272,3 +272,14 @@ class Ledger:
         make = self.rows_type
         rows = make(row if isinstance(row, tuple) else make(row) for row in residual)
         return Release(t, tuple(free), rows)
+
+
+def directed(
+    booked: dict[tuple[int, int], float], two_way: bool
+) -> tuple[tuple[int, int, float], ...]:
+    """``booked`` as ``(u, v, bytes/s)`` per directed link, as the ledger holds it: under
+    ``two_way`` (the physical model) a pair's booking on both of its directions."""
+    out = [(u, v, rate) for (u, v), rate in booked.items()]
+    if two_way:
+        out += [(v, u, rate) for (u, v), rate in booked.items() if u != v]
+    return tuple(sorted(out))

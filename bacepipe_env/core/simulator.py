@@ -38,6 +38,7 @@ from ..errors import SimulationError, ValidationError, choices
 from .attempts import MAX_ATTEMPTS, Running
 from .constraints import check_placement
 from .faults import Attempt, FaultState
+from .ledger import directed
 from .limits import HORIZON_H, HORIZON_S
 from .perf import JobProfile, job_iteration_time
 from .placement import Placement
@@ -511,7 +512,7 @@ class Simulator(SimulationState):
             self._queue.start(job_id)
         run = self._accounts.new_attempt(p, prof, self._time, execution, reserved)
         if booked:
-            run.bookings = _directed(booked, self._two_way)
+            run.bookings = directed(booked, self._two_way)
         if self._book is not None:
             self._begin_attempt(job_id, run, prof, restart)
         if run.finish > HORIZON_S:  # one comparison per start: the clock stays in range
@@ -727,17 +728,6 @@ class Simulator(SimulationState):
         execution = math.fsum(a.duration for a in attempts)
         jct = run.finish - self._jobs[job_id].submit_time
         self._record(job_id, run, attempts, jct - execution, execution, jct, book.totals[job_id])
-
-
-def _directed(
-    booked: dict[tuple[int, int], float], two_way: bool
-) -> tuple[tuple[int, int, float], ...]:
-    """``booked`` as ``(u, v, bytes/s)`` per directed link, as the ledger holds it: under
-    ``two_way`` (the physical model) a pair's booking on both of its directions."""
-    out = [(u, v, rate) for (u, v), rate in booked.items()]
-    if two_way:
-        out += [(v, u, rate) for (u, v), rate in booked.items() if u != v]
-    return tuple(sorted(out))
 
 
 class _FaultEffects:

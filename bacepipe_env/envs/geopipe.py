@@ -22,11 +22,11 @@ from . import config as cfg
 from . import features
 from .config import ScenarioSource, make_placement
 from .decisions import next_decision
+from .episodes import ARGUMENTS, draw_scenario, episode_source
 from .features import QUEUE_FEATURES, REGION_FEATURES, SUMMARY_FEATURES, Decision, PreemptionWindow
 from .info import step_info
 from .previews import PlacementPreviewer
 from .render import LISTED_MODES, RenderSnapshot, capture, render_ansi, render_rgb
-from .replay import ARGUMENTS, draw_scenario, episode_source
 from .reward import RewardMeter, RewardScales, RewardTerms, episode_info
 from .settings import ILLEGAL_WARNING, INFO_LEVELS, RENDER_MODES, EnvSettings
 

@@ -12,8 +12,7 @@ the model cannot represent it, at two levels (docs/validation.md):
 Both under ``model="paper"`` (Eq. 1, backward a mirror of forward) and ``model="physical"``
 (its docstring in ``core/perf.py``). A data-parallel run (dp > 1) is predicted under the
 physical model only: its slowest replica's pipeline plus the gradient all-reduce
-(:mod:`.validation_dp`); Eq. (1) has no replicas. The data never leaves the package: it is
-read with ``importlib.resources``.
+(:mod:`.validation_dp`); Eq. (1) has no replicas. The data is read from the package.
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ import bacepipe_env  # noqa: F401  (registers the ids)
 from bacepipe_env.cli import main
 from bacepipe_env.core.admission import make_admission
 from bacepipe_env.envs import ENV_IDS, make_agent, run_episode
-from bacepipe_env.envs.replay import replay_command, reset_rng, scenario_for
+from bacepipe_env.envs.episodes import reset_rng
+from bacepipe_env.envs.replay import replay_command, scenario_for
 from bacepipe_env.errors import ValidationError
 from bacepipe_env.experiments.evaluate import evaluate_policies
 from bacepipe_env.policies.registry import make_policy

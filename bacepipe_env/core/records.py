@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import SimulationError
 from .faults import Attempt
+from .metrics import ordered
 from .placement import Placement
 from .units import hours
 
@@ -227,46 +228,30 @@ class RunResult:
         return len(self.records) / hours(self.makespan) if self.makespan > 0 else 0.0
 
     def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
-        """A JSON-ready dict; ``names`` are the cluster's region names. An elastic run
-        (semantics §3f) also gives its rule and resizes."""
-        out = self._as_dict(names)
-        if self.elasticity != "none":
-            out["elasticity"] = self.elasticity
-            out["n_resizes"] = self.n_resizes
-        return out
-
-    def _as_dict(self, names: Sequence[str]) -> dict[str, Any]:
-        return {
-            "scenario": self.scenario,
-            "policy": self.policy,
-            "avg_jct_s": self.avg_jct,
-            "avg_jct_h": hours(self.avg_jct),
-            "total_cost_usd": self.total_cost,
-            "total_egress_usd": self.total_egress_cost,
-            "total_carbon_kg": self.total_carbon,
-            "jct_p50_s": self.jct_p50,
-            "jct_p95_s": self.jct_p95,
-            "jct_p99_s": self.jct_p99,
-            "mean_slowdown": self.mean_slowdown,
-            "throughput_jobs_per_h": self.throughput,
-            "n_restarts": self.n_restarts,
-            "preemption": self.preemption,
-            "n_preemptions": self.n_preemptions,
-            "gpu_hours": self.gpu_hours,
-            "wasted_gpu_hours": self.wasted_gpu_hours,
-            "wasted_cost_usd": self.wasted_cost,
-            "makespan_s": self.makespan,
-            "makespan_h": hours(self.makespan),
-            "gpu_utilization": self.gpu_utilization,
-            "n_decisions": self.n_decisions,
-            "admission": self.admission,
-            "ignore_memory": self.ignore_memory,
-            "prices": self.prices,
-            "start_hour": self.start_hour,
-            "egress": self.egress,
-            "model": self.model,
-            "jobs": [r.to_dict(names) for r in self.records],
-        }
+        """A JSON-ready dict; ``names`` are the cluster's region names: the figures of
+        :data:`~.metrics.METRICS` (a run setting a row names just before it), the run's
+        settings and its jobs. An elastic run (semantics §3f) also gives, last, the figures
+        shown under elasticity and their rule."""
+        elastic = self.elasticity != "none"
+        out: dict[str, Any] = {"scenario": self.scenario, "policy": self.policy}
+        tail: dict[str, Any] = {}
+        for metric in ordered("json"):
+            if metric.show != "elastic":
+                out.update(metric.json_items(self))
+            elif elastic:
+                tail.update(metric.json_items(self))
+        out.update(
+            {
+                "admission": self.admission,
+                "ignore_memory": self.ignore_memory,
+                "prices": self.prices,
+                "start_hour": self.start_hour,
+                "egress": self.egress,
+                "model": self.model,
+                "jobs": [r.to_dict(names) for r in self.records],
+            }
+        )
+        return {**out, **tail}
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:

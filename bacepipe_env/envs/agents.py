@@ -19,14 +19,14 @@ plays (``agent.bind(env)``; a vector env too).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ..core.metrics import ordered
 from ..core.preemption import PreemptionRule, make_preemption
 from ..core.snapshot import QueueSnapshot
-from ..core.units import SECONDS_PER_HOUR
 from ..errors import ValidationError
 from ..policies.base import Ordering
 from ..policies.registry import make_planner, make_policy, policy_info, policy_names
@@ -358,7 +358,8 @@ def make_agent(name: str, seed: int = 0) -> HeuristicAgent | RolloutAgent:
 
 @dataclass(frozen=True)
 class EpisodeResult:
-    """One evaluated episode."""
+    """One evaluated episode: its return, steps and illegal actions, and the figures of the
+    :data:`~bacepipe_env.core.metrics.METRICS` rows marked ``episode`` (by their ``key``)."""
 
     agent: str
     seed: int
@@ -368,6 +369,12 @@ class EpisodeResult:
     steps: int
     illegal_actions: int
     carbon_kg: float = float("nan")  # the episode's emissions (kg CO2e)
+
+
+_OWN = {"agent", "seed", "episode_return", "steps", "illegal_actions"}
+assert {f.name for f in fields(EpisodeResult)} - _OWN == {m.key for m in ordered("episode")}, (
+    "EpisodeResult's figures != the METRICS rows with episode=True"
+)
 
 
 def run_episode(env: Any, agent: Agent, seed: int) -> EpisodeResult:
@@ -388,10 +395,10 @@ def run_episode(env: Any, agent: Agent, seed: int) -> EpisodeResult:
         illegal += int(bool(info.get("illegal_action", False)))
         if terminated or truncated:
             break
-    avg = float(info.get("episode_avg_jct_s", float("nan"))) / SECONDS_PER_HOUR
-    cost = float(info.get("episode_total_cost_usd", float("nan")))
-    carbon = float(info.get("episode_carbon_kg", float("nan")))
-    return EpisodeResult(agent.name, seed, total, avg, cost, steps, illegal, carbon)
+    figures = {  # NaN when the env's last info lacks them
+        m.key: m.shown(float(info.get(m.info[0], float("nan")))) for m in ordered("episode")
+    }
+    return EpisodeResult(agent.name, seed, total, steps=steps, illegal_actions=illegal, **figures)
 
 
 def evaluate(env: Any, agent: Agent, seeds: Sequence[int]) -> list[EpisodeResult]:

@@ -18,6 +18,7 @@ from typing import Any, SupportsFloat
 
 import numpy as np
 
+from ..core.metrics import ordered
 from ..core.scenario import Scenario
 from ..core.simulator import RunResult, Simulator
 from ..core.units import SECONDS_PER_HOUR
@@ -125,28 +126,12 @@ class RewardMeter:
 
 
 def episode_info(result: RunResult) -> dict[str, float | int]:
-    """The objectives of a finished episode, for the last step's ``info``: the paper's two
-    (average JCT, total electricity cost), the makespan, the jobs completed, the emissions,
-    the JCT percentiles, the mean slowdown, the egress charge, what faults cost (semantics §11:
-    the restarts, and the GPU-hours and dollars of restarts and lost work; 0 without faults),
-    and the resizes of jobs' data-parallel copies (semantics §3f; 0 without elasticity)."""
-    return {
-        "episode_avg_jct_s": result.avg_jct,
-        "episode_avg_jct_h": result.avg_jct / SECONDS_PER_HOUR,
-        "episode_total_cost_usd": result.total_cost,
-        "episode_makespan_s": result.makespan,
-        "episode_jobs_completed": len(result.records),
-        "episode_carbon_kg": result.total_carbon,
-        "episode_jct_p50_s": result.jct_p50,
-        "episode_jct_p95_s": result.jct_p95,
-        "episode_jct_p99_s": result.jct_p99,
-        "episode_mean_slowdown": result.mean_slowdown,
-        "episode_egress_usd": result.total_egress_cost,
-        "episode_restarts": result.n_restarts,
-        "episode_wasted_gpu_hours": result.wasted_gpu_hours,
-        "episode_wasted_cost_usd": result.wasted_cost,
-        "episode_resizes": result.n_resizes,
-    }
+    """The figures of a finished episode, for the last step's ``info``: every
+    :data:`~bacepipe_env.core.metrics.METRICS` row's ``episode_*`` keys (the paper's average
+    JCT and total electricity cost, the makespan, the jobs completed, the emissions, the JCT
+    percentiles, the mean slowdown, the egress charge, what faults cost, semantics §11, and
+    the resizes of jobs' data-parallel copies, semantics §3f; 0 where the world has none)."""
+    return {k: v for m in ordered("info") for k, v in m.keyed(m.info, m.value(result))}
 
 
 class RewardFn(abc.ABC):

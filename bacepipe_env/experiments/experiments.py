@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.limits import check_limit
+from ..core.metrics import ordered
 from ..core.validate import require_int
 from ..errors import BacepipeError, ValidationError
 from ..learned import is_learned, load_learned
@@ -278,29 +279,12 @@ def _write_sessions(
             session[knob[0]] = knob[1]
         with ScalarWriter(run_dir, suffix=f".{suffix}") as writer:
             writer.add_hparams(session)
-            metrics = [  # in the order of _METRICS
-                ("avg_jct_h", st.jct_h.mean),
-                ("total_cost_usd", st.cost_usd.mean),
-                ("carbon_kg", st.carbon_kg.mean),
-                ("avg_jct_norm", st.jct_norm.mean),
-                ("total_cost_norm", st.cost_norm.mean),
-                ("carbon_norm", st.carbon_norm.mean),
-                ("avg_jct_h_ci95", st.jct_h.ci95),
-                ("total_cost_usd_ci95", st.cost_usd.ci95),
-                ("carbon_kg_ci95", st.carbon_kg.ci95),
-            ]
-            for metric, est in (
-                ("egress_usd", st.egress_usd),
-                ("n_restarts", st.restarts),
-                ("wasted_gpu_hours", st.wasted_gpu_hours),
-                ("wasted_cost_usd", st.wasted_cost_usd),
-            ):
-                if est is not None:  # only when egress was charged, faults configured
-                    metrics.append((metric, est.mean))
             tags = []
-            for metric, value in metrics:
-                # One seed has no CI, a scenario without carbon figures no carbon ratio.
-                if not math.isnan(value):
+            for metric, read in _METRICS.items():
+                value = read(st)
+                # None: not shown by these runs (egress not charged, no faults); NaN: one seed
+                # has no CI, a scenario without carbon figures no carbon ratio.
+                if value is not None and not math.isnan(value):
                     writer.add_scalar(f"{prefix}/{metric}", value, 0)
                     tags.append(f"{prefix}/{metric}")
             sessions.append((session, tags))
@@ -314,23 +298,25 @@ def _write_sessions(
     return written
 
 
-#: The HParams table's metric columns, in order: TensorBoard ticks the first five, so the
-#: three measures and two of their ratios to the reference are shown without a click.
-_METRICS = (
-    "avg_jct_h",
-    "total_cost_usd",
-    "carbon_kg",
-    "avg_jct_norm",
-    "total_cost_norm",
-    "carbon_norm",
-    "avg_jct_h_ci95",
-    "total_cost_usd_ci95",
-    "carbon_kg_ci95",
-    "egress_usd",
-    "n_restarts",
-    "wasted_gpu_hours",
-    "wasted_cost_usd",
-)
+def _hparams_metrics() -> dict[str, Callable[[PolicyStats], float | None]]:
+    """The HParams table's metric columns, in order, and how each reads a policy's
+    :class:`PolicyStats`: the means of the :data:`~bacepipe_env.core.metrics.METRICS` rows
+    with a ratio to the reference (TensorBoard ticks the first five, so the three measures
+    and two of their ratios are shown without a click), their ratios, their CIs, then the
+    means of the other ``tb`` rows (None: not shown by these runs)."""
+    normed = [m for m in ordered("tb") if m.norm]
+
+    def get(field: str, part: str) -> Callable[[PolicyStats], float | None]:
+        return lambda st: None if getattr(st, field) is None else getattr(getattr(st, field), part)
+
+    out = {m.key: get(m.stat, "mean") for m in normed}
+    out.update({m.norm_key: get(m.norm, "mean") for m in normed})
+    out.update({f"{m.key}_ci95": get(m.stat, "ci95") for m in normed})
+    out.update({m.key: get(m.stat, "mean") for m in ordered("tb") if not m.norm})
+    return out
+
+
+_METRICS = _hparams_metrics()
 
 #: A session's hyperparameters and the metric tags it logged.
 Session = tuple[dict[str, Any], list[str]]
@@ -340,7 +326,8 @@ def _metric_order(tag: str) -> tuple[int, str]:
     """Where ``tag`` (``<prefix>/<metric>``) goes among the table's columns: by
     :data:`_METRICS`, then by prefix; unknown metrics last."""
     prefix, _, metric = tag.rpartition("/")
-    rank = _METRICS.index(metric) if metric in _METRICS else len(_METRICS)
+    names = list(_METRICS)
+    rank = names.index(metric) if metric in names else len(names)
     return rank, prefix
 
 

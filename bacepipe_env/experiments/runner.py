@@ -8,11 +8,11 @@ import os
 import signal
 import socket
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ..core.metrics import ordered
 from ..core.scenario import Scenario
-from ..core.units import hours
 from ..core.validate import require_int
 from ..errors import BacepipeError, SimulationError, ValidationError
 from ..learned import is_learned, layout_kwargs, load_learned
@@ -114,8 +114,7 @@ class RunSummary:
     @classmethod
     def failed(cls, spec: RunSpec, error: str) -> RunSummary:
         """A run that could not finish: every metric NaN, ``error`` saying why."""
-        nan = math.nan
-        return cls(spec, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan, error=error)
+        return cls(spec, **dict.fromkeys(_NAN, math.nan), error=error)
 
     @property
     def interrupted(self) -> bool:
@@ -123,9 +122,11 @@ class RunSummary:
         return self.faults or self.preemption != "none"
 
     def row(self) -> dict[str, Any]:
-        """A flat dict for CSV/JSON; the restarts and the wasted GPU-hours and cost only when
-        the scenario configured faults or the run a preemption rule, the rule and the
-        preemptions only under one."""
+        """A flat dict for CSV/JSON: the run, then the figures of
+        :data:`~bacepipe_env.core.metrics.METRICS` that have a ``key``; those shown under
+        faults (the restarts, the wasted GPU-hours and cost) only when the scenario configured
+        faults or the run a preemption rule, those shown under preemption (after the rule)
+        only under one."""
         out: dict[str, Any] = {
             "policy": self.spec.policy,
             "scenario": self.spec.scenario,
@@ -133,26 +134,34 @@ class RunSummary:
             **dict(self.spec.knobs),
             **dict(self.spec.constants),
             **self.spec.tag,
-            "avg_jct_h": self.avg_jct_h,
-            "total_cost_usd": self.total_cost_usd,
-            "makespan_h": self.makespan_h,
-            "gpu_utilization": self.gpu_utilization,
-            "carbon_kg": self.carbon_kg,
-            "egress_usd": self.egress_usd,
-            "jct_p50_h": self.jct_p50_h,
-            "jct_p95_h": self.jct_p95_h,
-            "jct_p99_h": self.jct_p99_h,
-            "mean_slowdown": self.mean_slowdown,
-            "n_jobs": self.n_jobs,
         }
-        if self.interrupted:
-            out["n_restarts"] = self.n_restarts
-            out["wasted_gpu_hours"] = self.wasted_gpu_hours
-            out["wasted_cost_usd"] = self.wasted_cost_usd
-        if self.preemption != "none":
-            out["preemption"] = self.preemption
-            out["n_preemptions"] = self.n_preemptions
+        for metric in ordered("row", self.shows()):
+            if metric.setting:
+                out[metric.setting] = getattr(self, metric.setting)
+            out[metric.key] = getattr(self, metric.key)
         return out
+
+    def shows(self) -> set[str]:
+        """The :data:`~bacepipe_env.core.metrics.SHOW` conditions this run's rows show:
+        always and egress (its charge, 0 when not charged), faults when attempts could end
+        early, preemption under a preemption rule."""
+        out = {"always", "egress"}
+        if self.interrupted:
+            out.add("faults")
+        if self.preemption != "none":
+            out.add("preemption")
+        return out
+
+
+#: RunSummary's fields that are not metrics.
+_OWN = ("spec", "faults", "preemption", "error")
+assert [f.name for f in fields(RunSummary) if f.name not in _OWN] == [
+    m.key for m in ordered("row")
+], "RunSummary's metric fields != METRICS' keys (in order)"
+#: A failed run's NaNs: the real-valued figures every run row shows (its counts and the
+#: figures shown under faults or preemption keep their defaults).
+_ALWAYS = {m.key for m in ordered("row", {"always", "egress"})}
+_NAN = [f.name for f in fields(RunSummary) if f.name in _ALWAYS and f.type == "float"]
 
 
 class RunGrid:
@@ -221,23 +230,9 @@ def run_one(spec: RunSpec) -> RunSummary:
         result = make_policy(spec.policy, seed=spec.seed).simulate(scenario)
     return RunSummary(
         spec,
-        hours(result.avg_jct),
-        result.total_cost,
-        hours(result.makespan),
-        result.gpu_utilization,
-        result.total_carbon,
-        result.total_egress_cost,
-        hours(result.jct_p50),
-        hours(result.jct_p95),
-        hours(result.jct_p99),
-        result.mean_slowdown,
-        len(result.records),
-        scenario.faults is not None and scenario.faults.active,
-        result.n_restarts,
-        result.wasted_gpu_hours,
-        result.wasted_cost,
-        result.preemption,
-        result.n_preemptions,
+        **{m.key: m.shown(m.value(result)) for m in ordered("row")},
+        faults=scenario.faults is not None and scenario.faults.active,
+        preemption=result.preemption,
     )
 
 

@@ -8,11 +8,12 @@ import io
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.metrics import ordered
 from ..core.records import RunResult
 from ..core.units import hours
 from ..core.world import World
@@ -57,32 +58,28 @@ class PolicyStats:
     preemptions: Estimate | None = None
 
     def row(self) -> dict[str, Any]:
-        """A flat dict for CSV/JSON (NaN CIs when there is one seed); ``egress_usd_*`` only
-        when egress was charged, ``n_restarts_*`` and ``wasted_*`` only when faults were
-        configured."""
+        """A flat dict for CSV/JSON (NaN CIs when there is one seed): ``<key>_mean`` and
+        ``<key>_ci95`` of each estimate, keyed as :data:`~bacepipe_env.core.metrics.METRICS`
+        keys its metric (or its ratio); those the runs did not show (None) are left out."""
         out: dict[str, Any] = {"policy": self.policy, "n_seeds": self.jct_h.n}
-        estimates = [
-            ("avg_jct_h", self.jct_h),
-            ("total_cost_usd", self.cost_usd),
-            ("avg_jct_norm", self.jct_norm),
-            ("total_cost_norm", self.cost_norm),
-            ("carbon_kg", self.carbon_kg),
-            ("carbon_norm", self.carbon_norm),
-        ]
-        if self.egress_usd is not None:
-            estimates.append(("egress_usd", self.egress_usd))
-        for name, maybe in (
-            ("n_restarts", self.restarts),
-            ("wasted_gpu_hours", self.wasted_gpu_hours),
-            ("wasted_cost_usd", self.wasted_cost_usd),
-            ("n_preemptions", self.preemptions),
-        ):
-            if maybe is not None:
-                estimates.append((name, maybe))
-        for name, est in estimates:
-            out[f"{name}_mean"] = est.mean
-            out[f"{name}_ci95"] = est.ci95
+        for f in fields(self)[1:]:  # in field order
+            est = getattr(self, f.name)
+            if est is not None:
+                out[f"{_STAT_KEYS[f.name]}_mean"] = est.mean
+                out[f"{_STAT_KEYS[f.name]}_ci95"] = est.ci95
         return out
+
+
+#: PolicyStats' estimate fields and their keys: each metric's and its ratio's.
+_STAT_KEYS = {
+    name: key
+    for m in ordered("stats")
+    for name, key in ((m.stat, m.key), (m.norm, m.norm_key))
+    if name
+}
+assert {f.name for f in fields(PolicyStats)} - {"policy"} == set(_STAT_KEYS), (
+    "PolicyStats' fields != METRICS' stat and norm fields"
+)
 
 
 def egress_charged(runs: Sequence[RunSummary]) -> bool:
@@ -117,9 +114,13 @@ def summarise(
     run on the same seed. Every policy must have run on the reference's seeds. ``egress``:
     whether to report the egress charge (default: :func:`egress_charged` of ``runs``);
     ``faults``: whether to report restarts and waste (default: :func:`faults_configured`)."""
-    with_egress = egress_charged(runs) if egress is None else egress
-    with_faults = faults_configured(runs) if faults is None else faults
-    with_preemption = preemption_configured(runs)
+    shows = {"always"}
+    if egress_charged(runs) if egress is None else egress:
+        shows.add("egress")
+    if faults_configured(runs) if faults is None else faults:
+        shows.add("faults")
+    if preemption_configured(runs):
+        shows.add("preemption")
     by_policy: dict[str, dict[int, RunSummary]] = {}
     for run in runs:
         by_policy.setdefault(run.spec.policy, {})[run.spec.seed] = run
@@ -131,27 +132,13 @@ def summarise(
         if set(seeds) != set(ref):
             raise ValueError(f"{policy} ran on seeds {sorted(seeds)}, {reference} on {sorted(ref)}")
         order = sorted(seeds)
-        jct = [seeds[s].avg_jct_h for s in order]
-        cost = [seeds[s].total_cost_usd for s in order]
-        carbon = [seeds[s].carbon_kg for s in order]
-        out.append(
-            PolicyStats(
-                policy,
-                estimate(jct),
-                estimate(cost),
-                estimate([seeds[s].avg_jct_h / ref[s].avg_jct_h for s in order]),
-                estimate([seeds[s].total_cost_usd / ref[s].total_cost_usd for s in order]),
-                estimate(carbon),
-                estimate([_ratio(seeds[s].carbon_kg, ref[s].carbon_kg) for s in order]),
-                estimate([seeds[s].egress_usd for s in order]) if with_egress else None,
-                estimate([float(seeds[s].n_restarts) for s in order]) if with_faults else None,
-                estimate([seeds[s].wasted_gpu_hours for s in order]) if with_faults else None,
-                estimate([seeds[s].wasted_cost_usd for s in order]) if with_faults else None,
-                estimate([float(seeds[s].n_preemptions) for s in order])
-                if with_preemption
-                else None,
-            )
-        )
+        est: dict[str, Estimate] = {}
+        for m in ordered("stats", shows):
+            est[m.stat] = estimate([float(getattr(seeds[s], m.key)) for s in order])
+            if m.norm:
+                ratios = [_ratio(getattr(seeds[s], m.key), getattr(ref[s], m.key)) for s in order]
+                est[m.norm] = estimate(ratios)
+        out.append(PolicyStats(policy, **est))  # type: ignore[arg-type]
     return out
 
 
@@ -164,31 +151,22 @@ def _pm(est: Estimate, fmt: str) -> str:
 
 
 def format_table(stats: Sequence[PolicyStats], reference: str) -> str:
-    """A text table: mean ± 95% CI half-width, absolute (JCT, cost, carbon and, when it was
-    charged, egress; when faults were configured, restarts and wasted cost) and relative to
-    ``reference`` (JCT, cost, carbon)."""
-    egress = any(s.egress_usd is not None for s in stats)
-    faults = any(s.restarts is not None for s in stats)
-    preempts = any(s.preemptions is not None for s in stats)
-    head = ["policy", "avg JCT h", "total cost $", "carbon kg"]
-    if egress:
-        head.append("egress $")
-    if preempts:
-        head.append("preemptions")
-    if faults:
-        head += ["restarts", "wasted $"]
-    head += [f"JCT / {reference}", f"cost / {reference}", f"carbon / {reference}"]
+    """A text table: mean ± 95% CI half-width, absolute (the ``column`` of each
+    :data:`~bacepipe_env.core.metrics.METRICS` row that some of ``stats`` has: JCT, cost,
+    carbon and, when it was charged, egress; under a preemption rule, preemptions; when
+    faults were configured, restarts and wasted cost) and relative to ``reference`` (JCT,
+    cost, carbon)."""
+    columns = [m for m in ordered("column") if any(getattr(s, m.stat) is not None for s in stats)]
+    norms = [m for m in ordered("column") if m.norm]
+    head = ["policy", *(m.column for m in columns)]
+    head += [f"{m.norm_label} / {reference}" for m in norms]
     rows = []
     for s in stats:
-        row = [s.policy, _pm(s.jct_h, ",.2f"), _pm(s.cost_usd, ",.2f"), _pm(s.carbon_kg, ",.2f")]
-        if egress:
-            row.append("-" if s.egress_usd is None else _pm(s.egress_usd, ",.2f"))
-        if preempts:
-            row.append("-" if s.preemptions is None else _pm(s.preemptions, ",.1f"))
-        if faults:
-            row.append("-" if s.restarts is None else _pm(s.restarts, ",.1f"))
-            row.append("-" if s.wasted_cost_usd is None else _pm(s.wasted_cost_usd, ",.2f"))
-        row += [_pm(s.jct_norm, ".3f"), _pm(s.cost_norm, ".3f"), _pm(s.carbon_norm, ".3f")]
+        row = [s.policy]
+        for m in columns:
+            est = getattr(s, m.stat)
+            row.append("-" if est is None else _pm(est, m.column_fmt))
+        row += [_pm(getattr(s, m.norm), ".3f") for m in norms]
         rows.append(row)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
 
@@ -330,27 +308,7 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
         + f"{memory}, {tariff}"
         + (f", {result.model} model" if result.model != "paper" else "")
     )
-    out.append(f"  average JCT      {hours(result.avg_jct):12.2f} h")
-    out.append(f"  JCT p50          {hours(result.jct_p50):12.2f} h")
-    out.append(f"  JCT p95          {hours(result.jct_p95):12.2f} h")
-    out.append(f"  JCT p99          {hours(result.jct_p99):12.2f} h")
-    out.append(f"  mean slowdown    {result.mean_slowdown:12.2f} x")
-    out.append(f"  total cost       {result.total_cost:12,.2f} $")
-    if result.egress:
-        out.append(f"  egress cost      {result.total_egress_cost:12,.2f} $")
-    if preempts:
-        out.append(f"  preemptions      {result.n_preemptions:12d}")
-    if elastic:
-        out.append(f"  resizes          {result.n_resizes:12d}")
-    if faults:
-        out.append(f"  restarts         {result.n_restarts:12d}")
-        out.append(f"  wasted GPU-hours {result.wasted_gpu_hours:12,.2f} GPU-h")
-        out.append(f"  wasted cost      {result.wasted_cost:12,.2f} $")
-    if result.prices == "flat" and result.total_carbon == 0 and result.records:
-        # flat carbon intensity of 0 in every region: the scenario carries no carbon data
-        out.append("  total carbon              n/a (the scenario has no carbon data)")
-    else:
-        out.append(f"  total carbon     {result.total_carbon:12,.2f} kg CO2e")
-    out.append(f"  makespan         {hours(result.makespan):12.2f} h")
-    out.append(f"  GPU utilisation  {100 * result.gpu_utilization:12.1f} %")
+    on = {"egress": result.egress, "preemption": preempts, "elastic": elastic, "faults": faults}
+    shows = {"always", *(condition for condition, yes in on.items() if yes)}
+    out += [metric.line(result) for metric in ordered("summary", shows)]
     return "\n".join(out)

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .units import hours
 
-if TYPE_CHECKING:
-    from .records import RunResult
+#: A :class:`~.records.RunResult` (which reads this module: not imported here).
+RunResult = Any
 
 __all__ = ["METRICS", "OUTPUTS", "SHOW", "Metric", "ordered"]
 

@@ -114,7 +114,8 @@ class RunSummary:
     @classmethod
     def failed(cls, spec: RunSpec, error: str) -> RunSummary:
         """A run that could not finish: every metric NaN, ``error`` saying why."""
-        return cls(spec, **dict.fromkeys(_NAN, math.nan), error=error)
+        nan: dict[str, Any] = dict.fromkeys(_NAN, math.nan)
+        return cls(spec, **nan, error=error)
 
     @property
     def interrupted(self) -> bool:

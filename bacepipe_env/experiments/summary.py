@@ -138,7 +138,7 @@ def summarise(
             if m.norm:
                 ratios = [_ratio(getattr(seeds[s], m.key), getattr(ref[s], m.key)) for s in order]
                 est[m.norm] = estimate(ratios)
-        out.append(PolicyStats(policy, **est))  # type: ignore[arg-type]
+        out.append(PolicyStats(policy, **est))
     return out
 
 

@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ScenarioError
 from .limits import LIMITS, Limit, check_limit
@@ -246,7 +246,10 @@ def split_declared(cls: type, values: Mapping[str, Any]) -> tuple[dict[str, Any]
     return mine, {k: v for k, v in values.items() if k not in declared}
 
 
-def attach(obj: Any, extra: Mapping[str, Any]) -> Any:
+_T = TypeVar("_T")
+
+
+def attach(obj: _T, extra: Mapping[str, Any]) -> _T:
     """``obj`` (a frozen dataclass instance) with the attributes of ``extra`` set on it."""
     for name, value in extra.items():
         object.__setattr__(obj, name, value)

@@ -65,7 +65,7 @@ class QueueSnapshot:
             name: copy.deepcopy(getattr(self, name), memo) for name in names if hasattr(self, name)
         }
         mine, extra = split_declared(type(self), copies)
-        return attach(dataclasses.replace(self, **mine), extra)  # type: ignore[no-any-return]
+        return attach(dataclasses.replace(self, **mine), extra)
 
     @classmethod
     def from_view(cls, view: SchedulerView, candidates: Sequence[int]) -> QueueSnapshot:

@@ -16,6 +16,7 @@ from .attempts import AttemptBook, Running
 from .cluster import Cluster
 from .faults import Attempt, FaultModel
 from .job import Job
+from .job_fields import attach, record_fields, split_declared
 from .perf import JobProfile, allreduce_link_bytes, electricity_cost, replica_micro_batches
 from .placement import Placement
 from .records import JobRecord
@@ -255,14 +256,15 @@ class Accounts:
     ) -> None:
         """The finished job's :class:`JobRecord`; ``run`` is its last (completed) attempt."""
         cost, carbon, egress, wasted_gpu_s, wasted_cost = totals
-        self.records[job.job_id] = JobRecord(
+        mine, extra = split_declared(
+            JobRecord, {f.record: getattr(job, f.attr) for f in record_fields()}
+        )
+        record = JobRecord(
             job_id=job.job_id,
-            name=job.name,
             model=job.model.name,
             dataset=job.dataset,
             k_star=prof.k_star,
             memory_floor=min(floors),
-            submit_time=job.submit_time,
             start_time=attempts[0].start,
             finish_time=run.finish,
             wait=wait,
@@ -277,4 +279,6 @@ class Accounts:
             attempts=attempts,
             wasted_gpu_seconds=wasted_gpu_s,
             wasted_cost=wasted_cost,
+            **mine,
         )
+        self.records[job.job_id] = attach(record, extra) if extra else record

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ScenarioError
+from .job_fields import JOB_FIELDS, check_job_fields
 from .limits import LIMITS, check_limit
-from .units import SECONDS_PER_HOUR
 from .validate import require_int, require_str
 
 _PEAK_FLOPS = LIMITS["constants.peak_tflops"].scaled(1e12, "FLOP/s")
-_SUBMIT = LIMITS["jobs.submit_h"].scaled(SECONDS_PER_HOUR, "s")
 
 __all__ = ["Job", "ModelSpec", "TrainingConstants"]
 
@@ -124,11 +124,6 @@ class Job:
             self, "samples", check_limit("datasets.samples", self.samples, field=f"{where}.samples")
         )
         set_(self, "batch", check_limit("jobs.batch", self.batch, field=f"{where}.batch"))
-        submit = check_limit(
-            "jobs.submit_h", self.submit_time, field=f"{where}.submit_time", limit=_SUBMIT
-        )
-        set_(self, "submit_time", submit)
-        set_(self, "epochs", check_limit("jobs.epochs", self.epochs, field=f"{where}.epochs"))
         if not isinstance(self.constants, TrainingConstants):
             raise ScenarioError(f"{where}.constants", self.constants, "must be TrainingConstants")
         if self.batch % self.constants.micro_batch:
@@ -137,17 +132,9 @@ class Job:
                 self.batch,
                 f"must be a multiple of the micro-batch size {self.constants.micro_batch}",
             )
+        check_job_fields(self, where)  # submit time, epochs, replicas: their JOB_FIELDS rows
         if not self.name:
             set_(self, "name", f"J{self.job_id}")
-        low = check_limit("jobs.replicas", self.min_replicas, field=f"{where}.min_replicas")
-        set_(self, "min_replicas", low)
-        if self.max_replicas is not None:
-            high = check_limit("jobs.replicas", self.max_replicas, field=f"{where}.max_replicas")
-            if high < low:
-                raise ScenarioError(
-                    f"{where}.max_replicas", high, f"must be at least min_replicas ({low})"
-                )
-            set_(self, "max_replicas", high)
 
     @classmethod
     def trusted(
@@ -158,15 +145,14 @@ class Job:
         dataset: str,
         samples: int,
         batch: int,
-        submit_time: float,
-        epochs: int,
         constants: TrainingConstants,
-        name: str = "",
-        min_replicas: int = 1,
-        max_replicas: int | None = None,
+        **fields: Any,
     ) -> Job:
         """Build a job from values already validated (by a compiled scenario template),
-        skipping the checks of ``__post_init__`` (what makes resets cheap)."""
+        skipping the checks of ``__post_init__`` (what makes resets cheap). ``fields`` are
+        attributes of :data:`~bacepipe_env.core.job_fields.JOB_FIELDS` (submit_time, epochs,
+        name, min_replicas, max_replicas, ...), in the Job's units; the rest take the table's
+        defaults."""
         job = object.__new__(cls)
         set_ = object.__setattr__
         set_(job, "job_id", job_id)
@@ -174,10 +160,11 @@ class Job:
         set_(job, "dataset", dataset)
         set_(job, "samples", samples)
         set_(job, "batch", batch)
-        set_(job, "submit_time", submit_time)
-        set_(job, "epochs", epochs)
         set_(job, "constants", constants)
-        set_(job, "name", name or f"J{job_id}")
-        set_(job, "min_replicas", min_replicas)
-        set_(job, "max_replicas", max_replicas)
+        for attr, row in JOB_FIELDS.items():
+            set_(job, attr, fields.pop(attr, row.default))
+        if fields:
+            raise TypeError(f"Job.trusted() got unknown job fields {sorted(fields)}")
+        if not job.name:
+            set_(job, "name", f"J{job_id}")
         return job

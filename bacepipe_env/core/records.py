@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import SimulationError
 from .faults import Attempt
+from .job_fields import record_fields
 from .metrics import ordered
 from .placement import Placement
 from .units import hours
@@ -41,7 +42,9 @@ FINITE_FIELDS = (
 class JobRecord:
     """What happened to one job. Times in seconds, cost in dollars, bandwidth in bytes/s,
     emissions in kg CO2e. ``cost`` is the electricity (Eq. 4, or its integral under hourly
-    prices); ``egress_cost`` the cross-region traffic, 0 unless the tariff charges it."""
+    prices); ``egress_cost`` the cross-region traffic, 0 unless the tariff charges it. The job
+    fields of :data:`~bacepipe_env.core.job_fields.JOB_FIELDS` with a ``record`` (``name``,
+    ``submit_time``) are copied from the job: declared here, or set on the instance."""
 
     job_id: int
     name: str
@@ -108,16 +111,16 @@ class JobRecord:
         return out
 
     def _as_dict(self, names: Sequence[str]) -> dict[str, Any]:
-        return {
+        """The record's own keys, with each job field's (``name``, ``submit_s``, ...: the
+        rows of JOB_FIELDS with a ``record``) after the key its row names."""
+        own = {
             "job_id": self.job_id,
-            "name": self.name,
             "model": self.model,
             "dataset": self.dataset,
             "k_star": self.k_star,
             "memory_floor": self.memory_floor,
             "gpus": self.n_gpus,
             "path": [{"region": names[r], "gpus": n} for r, n in zip(*_pg(self.placement))],
-            "submit_s": self.submit_time,
             "start_s": self.start_time,
             "finish_s": self.finish_time,
             "wait_s": self.wait,
@@ -134,6 +137,17 @@ class JobRecord:
             "wasted_cost_usd": self.wasted_cost,
             "attempts": [attempt_dict(a, names) for a in self.attempts],
         }
+        fields = record_fields()
+        out: dict[str, Any] = {}
+        for key, value in own.items():
+            out[key] = value
+            for f in fields:
+                if f.json_after == key:
+                    out[f.json_key] = getattr(self, f.record)
+        for f in fields:
+            if f.json_after not in own:
+                out[f.json_key] = getattr(self, f.record)
+        return out
 
 
 def _pg(p: Placement) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -14,14 +14,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .job_fields import JOB_FIELDS, attach, snapshot_values, split_declared
+
 if TYPE_CHECKING:
     from .views import SchedulerView
 
 __all__ = ["VECTOR_MAXIMA_FROM", "QueueSnapshot", "pending_count", "pending_maxima"]
 
 
-#: The snapshot's per-candidate fields (the only ones a copy could need to copy).
-_SEQUENCES = ("job_ids", "single_gpu_exec", "min_bandwidth_kstar", "submit_time")
+#: The snapshot's own per-candidate fields; the job fields' (``JobField.snapshot``, such as
+#: ``submit_time``) join them (the only ones a copy could need to copy).
+_SEQUENCES = ("job_ids", "single_gpu_exec", "min_bandwidth_kstar")
+
+
+def _sequences() -> tuple[str, ...]:
+    return _SEQUENCES + tuple(f.snapshot for f in JOB_FIELDS.values() if f.snapshot)
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,9 @@ class QueueSnapshot:
     """The candidate jobs of one decision, in submission order, with what orderings read.
 
     Eqs. (9)-(10) normalise over the whole pending queue, candidates or not, so its maxima
-    travel with the candidates.
+    travel with the candidates. Every job field with a ``snapshot`` name in
+    :data:`~bacepipe_env.core.job_fields.JOB_FIELDS` has its per-candidate tuple here: a
+    declared field (``submit_time``), else an attribute :meth:`from_view` sets.
     """
 
     job_ids: tuple[int, ...]  # candidates, in submission order
@@ -49,26 +58,32 @@ class QueueSnapshot:
         :meth:`from_view` makes them), since a copy would be equal in every way; else a copy.
         SB3's DummyVecEnv deep-copies every env's ``info`` at every step, where walking the
         tuples had cost a sixth of the step."""
-        if all(type(getattr(self, name)) is tuple for name in _SEQUENCES):
+        names = _sequences()
+        if all(type(getattr(self, name, ())) is tuple for name in names):
             return self
-        copies = {name: copy.deepcopy(getattr(self, name), memo) for name in _SEQUENCES}
-        return dataclasses.replace(self, **copies)
+        copies = {
+            name: copy.deepcopy(getattr(self, name), memo) for name in names if hasattr(self, name)
+        }
+        mine, extra = split_declared(type(self), copies)
+        return attach(dataclasses.replace(self, **mine), extra)
 
     @classmethod
     def from_view(cls, view: SchedulerView, candidates: Sequence[int]) -> QueueSnapshot:
         """The snapshot of ``candidates`` (job ids) on ``view``'s state."""
         profiles = [view.profile(j) for j in candidates]
         e_max, b_max = pending_maxima(view)
-        return cls(
+        mine, extra = split_declared(cls, snapshot_values(p.job for p in profiles))
+        snapshot = cls(
             job_ids=tuple(candidates),
             single_gpu_exec=tuple([p.single_gpu_exec for p in profiles]),
             min_bandwidth_kstar=tuple([p.min_bandwidth_kstar for p in profiles]),
-            submit_time=tuple([p.job.submit_time for p in profiles]),
             pending_e1_max=e_max,
             pending_bkstar_max=b_max,
             alpha=view.network_utilization,
             time=view.time,
+            **mine,
         )
+        return attach(snapshot, extra) if extra else snapshot
 
 
 #: From this many pending jobs on, :func:`pending_maxima` asks a view with its own

@@ -23,6 +23,7 @@ import numpy as np
 from ..core.cluster import Cluster
 from ..core.faults import FaultModel
 from ..core.job import Job, ModelSpec, TrainingConstants
+from ..core.job_fields import job_values
 from ..core.limits import check_limit, check_memory
 from ..core.perf import ProfileCache, profile_job
 from ..core.scenario import Scenario
@@ -359,12 +360,9 @@ class ScenarioTemplate:
                     dataset=row.dataset,
                     samples=self.datasets[row.dataset],
                     batch=batch if row.batch is None else row.batch,
-                    submit_time=float(row.submit_h) * SECONDS_PER_HOUR,
-                    epochs=self.epochs if row.epochs is None else row.epochs,
                     constants=self.constants,
-                    name=row.name,
-                    min_replicas=row.min_replicas,
-                    max_replicas=row.max_replicas,
+                    # the scenario's epochs, unless the row gives its own
+                    **{"epochs": self.epochs, **job_values(row.fields)},
                 )
             )
         return tuple(jobs)
@@ -384,7 +382,10 @@ class ScenarioTemplate:
             horizon_h=w.horizon_h,
             source=w.rate_source,
         ).tolist()
-        return [JobRow(m, d, t) for m, d, t in zip(chosen_models, chosen_data, submits)]
+        return [
+            JobRow(m, d, fields=(("submit_time", t),))
+            for m, d, t in zip(chosen_models, chosen_data, submits)
+        ]
 
     def mean_gpu_hours(self) -> float:
         """The expected GPU-hours of one job of the workload on its own: K* GPUs for its ideal

@@ -16,6 +16,7 @@ import numpy as np
 from ..core.cluster import DEFAULT_GPU_MEMORY_BYTES, Region
 from ..core.faults import LOSE_SINCE_CHECKPOINT, FaultModel, LinkChange, Outage, PriceChange
 from ..core.job import ModelSpec, TrainingConstants
+from ..core.job_fields import job_keys, job_row_fields
 from ..core.limits import LIMITS, check_limit, check_matrix
 from ..core.units import SECONDS_PER_HOUR, gbps_to_bytes_per_s, mbps_to_bytes_per_s
 from ..core.validate import require_square_matrix, require_str
@@ -56,16 +57,8 @@ _REGION_KEYS = {
 }
 _MODEL_KEYS = {"name", "params", "layers", "hidden", "batch", "active_params", "source"}
 _DATASET_KEYS = {"name", "samples"}
-_JOB_KEYS = {
-    "name",
-    "model",
-    "dataset",
-    "submit_h",
-    "epochs",
-    "batch",
-    "min_replicas",
-    "max_replicas",
-}
+#: A job row's own keys; the rest are the keys of JOB_FIELDS (:func:`job_keys`).
+_JOB_KEYS = {"model", "dataset", "batch"}
 _WORKLOAD_KEYS = {
     "n_jobs",
     "models",
@@ -82,17 +75,19 @@ _PAIR_KEYS = {"a", "b", "gbps", "mbps"}
 
 @dataclass(frozen=True)
 class JobRow:
-    """One validated job of a scenario: names from the model and dataset tables; ``batch``
-    and ``epochs`` None take the model's and the scenario's defaults."""
+    """One validated job of a scenario: names from the model and dataset tables, ``batch``
+    (None: the model's) and the :data:`~bacepipe_env.core.job_fields.JOB_FIELDS` values the
+    row gives, ``(attribute, value)`` in the file's units (a field it does not give takes the
+    scenario's default, ``epochs``, or the table's)."""
 
     model: str
     dataset: str
-    submit_h: float  # hours
     batch: int | None = None
-    epochs: int | None = None
-    name: str = ""
-    min_replicas: int = 1  # data-parallel copies of its pipeline (semantics §3e)
-    max_replicas: int | None = None  # None: the world's max_replicas
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, attr: str, default: Any = None) -> Any:
+        """The row's value of the job field ``attr``, or ``default``."""
+        return dict(self.fields).get(attr, default)
 
 
 #: How a workload draws its models or datasets: ``cycle``, ``random`` (uniform), one name, or
@@ -418,49 +413,30 @@ def _explicit_jobs(
     rows: list[Any], models: Mapping[str, Any], datasets: Mapping[str, Any], n_jobs: int | None
 ) -> list[JobRow]:
     out = []
+    keys = _JOB_KEYS | job_keys()
     for i, raw in enumerate(rows):
         f = f"jobs[{i}]"
-        row = _table(f, raw, _JOB_KEYS)
+        row = _table(f, raw, keys)
         out.append(
             JobRow(
                 model=_choice(f"{f}.model", _get(f, row, "model"), models, "model"),
                 dataset=_choice(f"{f}.dataset", _get(f, row, "dataset"), datasets, "dataset"),
-                submit_h=check_limit(
-                    "jobs.submit_h", row.get("submit_h", 0.0), field=f"{f}.submit_h"
-                ),
                 batch=None
                 if "batch" not in row
                 else check_limit("jobs.batch", row["batch"], field=f"{f}.batch"),
-                epochs=None
-                if "epochs" not in row
-                else check_limit("jobs.epochs", row["epochs"], field=f"{f}.epochs"),
-                name=require_str(f"{f}.name", row["name"]) if "name" in row else "",
-                **_replicas(f, row),
+                fields=tuple(job_row_fields(f, row).items()),
             )
         )
     if n_jobs is not None:  # cut or cycle the list to the requested length
         cycled: list[JobRow] = []
         for i in range(n_jobs):
             job = out[i % len(out)]
-            if i >= len(out) and job.name:
-                job = dataclasses.replace(job, name=f"{job.name}#{i // len(out) + 1}")
+            name = job.get("name")
+            if i >= len(out) and name:
+                given = {**dict(job.fields), "name": f"{name}#{i // len(out) + 1}"}
+                job = dataclasses.replace(job, fields=tuple(given.items()))
             cycled.append(job)
         out = cycled
-    return out
-
-
-def _replicas(f: str, row: Mapping[str, Any]) -> dict[str, Any]:
-    """A job row's ``min_replicas`` and ``max_replicas`` (semantics §3e), those it gives."""
-    out: dict[str, Any] = {}
-    for key in ("min_replicas", "max_replicas"):
-        if key in row:
-            out[key] = check_limit("jobs.replicas", row[key], field=f"{f}.{key}")
-    if out.get("max_replicas", out.get("min_replicas", 1)) < out.get("min_replicas", 1):
-        raise ScenarioError(
-            f"{f}.max_replicas",
-            out["max_replicas"],
-            f"must be at least min_replicas ({out['min_replicas']})",
-        )
     return out
 
 

@@ -3,12 +3,11 @@ announces before they are submitted, per slot of the calendar window."""
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core.units import SECONDS_PER_HOUR
+from ...core.job_fields import announced_fields
 from .decision import Decision
 
 if TYPE_CHECKING:
@@ -16,29 +15,28 @@ if TYPE_CHECKING:
 
 __all__ = ["encode_announced"]
 
+#: The job fields shown in the ``announced`` array, by Job attribute: their columns follow
+#: the memory floor (the time until the submission's, ``log_until_submit_hours``, first).
+_FIELDS = tuple((f.attr, f.announced.value) for f in announced_fields() if f.announced)
+
 
 def encode_announced(enc: EncoderState, d: Decision) -> np.ndarray:
     """One row per announced job of the window (:meth:`Simulator.announced`, the first
     ``announce_window`` in submission order): its shape (the queue's static columns) and
-    memory floor, and the time until it is submitted."""
+    memory floor, and its job fields' columns (the time until it is submitted)."""
     out = np.zeros(enc.shapes["announced"], dtype=np.float32)
     sim = d.sim
     ids = sim.announced()[: enc.announce_window]
     if not ids:
         return out
-    sc, log10, h, now = enc.scales, math.log10, SECONDS_PER_HOUR, sim.time
-    static, submits, floor, lh = (
-        enc.job_static,
-        sim.scenario.submit_times,
-        sim.memory_floor,
-        sc.log_hours,
-    )
+    sc, now = enc.scales, sim.time
+    static, floor, lh, profile = enc.job_static, sim.memory_floor, sc.log_hours, sim.profile
     out[: len(ids)] = [
         (
             1.0,
             *static[job],  # log_e1_hours, log_bkstar_gbps, k_star: the queue's columns 3-5
             min(floor(job)) / sc.gpus,
-            log10(1.0 + (submits[job] - now) / h) / lh,
+            *[value(getattr(profile(job).job, attr), now, lh) for attr, value in _FIELDS],
         )
         for job in ids
     ]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...core.admission import finish_after_release
+from ...core.job_fields import queue_fields
 from ...core.placement import Placement
 from ...core.units import SECONDS_PER_HOUR
 from .decision import Decision
@@ -24,12 +25,17 @@ __all__ = ["COLUMNS_FROM", "encode_queue", "encode_replicas", "encode_wait_previ
 
 #: From this many visible jobs on, the ``queue`` array is filled column by column with numpy.
 COLUMNS_FROM = 48
+#: The job fields shown in the ``queue`` array, by their snapshot tuple's name: their columns
+#: follow the static ones (3-5), from column 6 on, and the preview's follow them.
+_FIELDS = tuple((f.snapshot, f.queue.value) for f in queue_fields() if f.queue is not None)
+_PREVIEW = 6 + len(_FIELDS)
 
 
 def encode_queue(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``queue`` array: per slot of the visible window, the job's Eq. (9)-(10) terms, its
-    static columns, its wait so far and its placement preview (row by row for a narrow window,
-    column by column from :attr:`ObservationEncoder.job_table` from :data:`COLUMNS_FROM` jobs)."""
+    static columns, its job fields' columns (its wait so far) and its placement preview (row
+    by row for a narrow window, column by column from :attr:`ObservationEncoder.job_table`
+    from :data:`COLUMNS_FROM` jobs)."""
     q, sc, log10, h = d.queue, enc.scales, math.log10, SECONDS_PER_HOUR
     out = np.zeros(enc.shapes["queue"], dtype=np.float32)
     ids = q.job_ids
@@ -45,6 +51,7 @@ def encode_queue(enc: EncoderState, d: Decision) -> np.ndarray:
             q.single_gpu_exec,
             q.min_bandwidth_kstar,
         )
+        fields = [(getattr(q, name), value) for name, value in _FIELDS]
         rows = []
         for i, (job, pv) in enumerate(zip(ids, d.previews)):
             if pv is None:
@@ -63,7 +70,7 @@ def encode_queue(enc: EncoderState, d: Decision) -> np.ndarray:
                     e1[i] / e_max if e_max > 0 else 0.0,  # Eq. (9)
                     bk[i] / b_max if b_max > 0 else 0.0,  # Eq. (10)
                     *static[job],
-                    log10(1.0 + (now - q.submit_time[i]) / h) / lh,
+                    *[value(seq[i], now, lh) for seq, value in fields],  # wait so far, ...
                     *preview,
                 )
             )
@@ -80,7 +87,8 @@ def encode_queue(enc: EncoderState, d: Decision) -> np.ndarray:
     if b_max > 0:
         out[:n, 2] = table[:, 1] / b_max  # Eq. (10)
     out[:n, 3:6] = table[:, 2:5]
-    out[:n, 6] = [log10(1.0 + (now - t) / h) / lh for t in q.submit_time]  # math's log10
+    for c, (name, value) in enumerate(_FIELDS, start=6):  # math's log10, as row by row
+        out[:n, c] = [value(x, now, lh) for x in getattr(q, name)]
     slots, gpus, hops, logs, prices = [], [], [], [], []
     for i, pv in enumerate(d.previews):
         if pv is not None:  # a job with no placement now keeps zeros
@@ -91,10 +99,11 @@ def encode_queue(enc: EncoderState, d: Decision) -> np.ndarray:
             logs.append(log10(1.0 + pv.execution / h) / lh)
             prices.append(pv.avg_price)
     if slots:
-        out[slots, 7] = np.array(gpus, dtype=np.float64) / table[slots, 5]
-        out[slots, 8] = np.array(hops, dtype=np.float64) / kk
-        out[slots, 9] = logs
-        out[slots, 10] = np.array(prices, dtype=np.float64) / price
+        p = _PREVIEW
+        out[slots, p] = np.array(gpus, dtype=np.float64) / table[slots, 5]
+        out[slots, p + 1] = np.array(hops, dtype=np.float64) / kk
+        out[slots, p + 2] = logs
+        out[slots, p + 3] = np.array(prices, dtype=np.float64) / price
     return out
 
 

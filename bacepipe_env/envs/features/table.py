@@ -6,8 +6,10 @@ and ``announce_window``, a description, its named columns (with their lower boun
 function that computes it (from the modules of its concept: :mod:`.cluster`, :mod:`.pending`,
 :mod:`.running`, :mod:`.grid`, :mod:`.faults`, :mod:`.announced`) and, for an optional array,
 the :class:`~bacepipe_env.envs.geopipe.GeoPipeEnv` keyword that turns it on (``enabled_by``).
-Every column is defined here and only here; the ``*_FEATURES`` / ``*_LAYERS`` tuples name them
-in index order. :func:`active_features` picks the arrays of an environment and
+Every column is defined here and only here, but for a job field's (the ``queue`` and
+``announced`` columns of a row of :data:`~bacepipe_env.core.job_fields.JOB_FIELDS`, after
+those arrays' own columns of the job); the ``*_FEATURES`` / ``*_LAYERS`` tuples name them in
+index order. :func:`active_features` picks the arrays of an environment and
 :func:`markdown_table` writes the Observation tables of ``docs/environment.md`` (a test checks
 that the docs carry them).
 """
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from gymnasium import spaces
 
+from ...core.job_fields import JobField, announced_fields, queue_fields
 from .announced import encode_announced
 from .cluster import encode_bandwidth, encode_regions, encode_summary
 from .decision import Decision
@@ -133,6 +136,14 @@ class Feature:
 
 
 # ------------------------------------------------------------------------------ the table
+
+
+def _job_columns(rows: tuple[JobField, ...], array: str) -> tuple[Column, ...]:
+    """The columns the job fields ``rows`` (of ``JOB_FIELDS``) have in the array ``array``."""
+    cols = [getattr(f, array) for f in rows]
+    return tuple(Column(c.name, c.description, c.low) for c in cols)
+
+
 REGION_COLUMNS = (
     Column("present", "1 for a region of the scenario, 0 for padding"),
     Column("free_frac", "free GPUs / capacity"),
@@ -151,7 +162,7 @@ QUEUE_COLUMNS = (
     Column("log_e1_hours", "`E(1)`, `log10(1 + hours) / 4`"),
     Column("log_bkstar_gbps", "`b(K*)`, `log10(1 + Gbps) / 2`"),
     Column("k_star", "K* / 128"),
-    Column("log_wait_hours", "wait so far, `log10(1 + hours) / 4`"),
+    *_job_columns(queue_fields(), "queue"),  # log_wait_hours: the submit time's
     Column("preview_gpu_frac", "preview: GPUs the placement policy gives the job now / K*"),
     Column("preview_regions", "preview: regions on its path / max_regions"),
     Column("preview_log_exec_hours", "preview: its execution time, `log10(1 + hours) / 4`"),
@@ -261,11 +272,7 @@ ANNOUNCED_COLUMNS = (
         "memory_floor",
         "the fewest GPUs it needs to fit in GPU memory in any region / `scales.gpus` (128)",
     ),
-    Column(
-        "log_until_submit_hours",
-        "time until it is submitted, `log10(1 + hours) / 4` (> 0: a job submitted now is in "
-        "the queue)",
-    ),
+    *_job_columns(announced_fields(), "announced"),  # log_until_submit_hours: the submit's
 )
 WAIT_PREVIEW_COLUMNS = (
     Column(

@@ -21,7 +21,7 @@ def _blocks() -> list[str]:
 
 def test_the_page_has_the_file_the_registration_and_the_use() -> None:
     blocks = _blocks()
-    assert len(blocks) == 5
+    assert len(blocks) == 6  # the ordering's three, its checks, a preemption rule, a metric
     assert "class LJFOrdering(Ordering)" in blocks[0]
     assert blocks[1].strip().startswith("PolicyInfo(") and blocks[1].count("\n") == 1
     assert "register_policy(" in blocks[2]
@@ -36,6 +36,19 @@ def test_the_worked_example_runs_as_written() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ok"]
+
+
+def test_the_metric_example_runs_as_written() -> None:
+    """The metric section's block builds a METRICS row and prints the summary line its comment
+    promises: one of fig1's two jobs finishes more than a day after its submission."""
+    block = _blocks()[5]
+    assert "Metric(" in block
+    done = subprocess.run(
+        [sys.executable, "-c", block], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"  late jobs                   1"' in block
+    assert done.stdout.split() == ["late", "jobs", "1"]
 
 
 def test_the_preemption_rule_example_runs_as_written() -> None:

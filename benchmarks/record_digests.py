@@ -113,11 +113,15 @@ def _exact(value: Any) -> Any:
     if isinstance(value, dict):
         # a placement's data-parallel copies (semantics §3e), a field the reference predates:
         # a job of one pipeline has none, and its digest is the reference's; an attempt's
-        # link bookings (issue 44) restate its placement's b(L), which the digest covers
+        # link bookings (issue 44) restate its placement's b(L), which the digest covers; a
+        # job's deadline fields (issue 45) are left out when it has none
+        undue = value.get("deadline", 0) is None
         return {
             k: _exact(v)
             for k, v in sorted(value.items())
-            if not (k == "replicas" and not v) and k != "bookings"
+            if not (k == "replicas" and not v)
+            and k != "bookings"
+            and not (undue and k in ("deadline", "tardiness", "missed"))
         }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _exact(dataclasses.asdict(value))

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 
 from .attempts import AttemptBook, Running
 from .cluster import Cluster
+from .deadlines import due_time, lateness
 from .faults import Attempt, FaultModel
 from .job import Job
 from .job_fields import attach, record_fields, split_declared
@@ -254,8 +255,12 @@ class Accounts:
         jct: float,
         totals: Sequence[float],  # cost, carbon, egress, wasted GPU-s, wasted cost
     ) -> None:
-        """The finished job's :class:`JobRecord`; ``run`` is its last (completed) attempt."""
+        """The finished job's :class:`JobRecord`; ``run`` is its last (completed) attempt. A
+        job with a deadline or a slack also records when it was due, its tardiness and
+        whether it missed (semantics §14)."""
         cost, carbon, egress, wasted_gpu_s, wasted_cost = totals
+        due = due_time(job, prof.ideal_execution)
+        tardiness, missed = lateness(due, run.finish)
         mine, extra = split_declared(
             JobRecord, {f.record: getattr(job, f.attr) for f in record_fields()}
         )
@@ -279,6 +284,9 @@ class Accounts:
             attempts=attempts,
             wasted_gpu_seconds=wasted_gpu_s,
             wasted_cost=wasted_cost,
+            deadline=due,
+            tardiness=tardiness,
+            missed=missed,
             **mine,
         )
         self.records[job.job_id] = attach(record, extra) if extra else record

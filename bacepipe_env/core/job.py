@@ -99,7 +99,9 @@ class Job:
 
     ``min_replicas`` and ``max_replicas`` bound the data-parallel copies of its pipeline it may
     run (semantics §3e); ``max_replicas`` None takes the world's (``max_replicas``, 1 unless
-    set: one pipeline, the paper's jobs)."""
+    set: one pipeline, the paper's jobs). ``deadline`` (s from time 0) or ``slack`` (a multiple
+    of its isolated run time after its submission) say when it is due, at most one of them
+    (semantics §14); None: no deadline."""
 
     job_id: int
     model: ModelSpec
@@ -112,6 +114,8 @@ class Job:
     name: str = ""
     min_replicas: int = 1
     max_replicas: int | None = None
+    deadline: float | None = None  # s
+    slack: float | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__

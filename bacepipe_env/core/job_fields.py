@@ -192,6 +192,23 @@ JOB_FIELDS: dict[str, JobField] = {
             "the most data-parallel copies (default: the world's max_replicas)",
             limit="jobs.replicas",
         ),
+        JobField(
+            "deadline",
+            "deadline_h",
+            None,
+            "when the job is due, hours after the start (after its submit time; semantics §14)",
+            limit="jobs.deadline_h",
+            scale=SECONDS_PER_HOUR,
+            unit="s",
+        ),
+        JobField(
+            "slack",
+            "slack",
+            None,
+            "the job is due its slack times its isolated run time after its submission "
+            "(semantics §14; not with deadline_h)",
+            limit="jobs.slack",
+        ),
     )
 }
 
@@ -201,11 +218,20 @@ def job_keys() -> set[str]:
     return {f.key for f in JOB_FIELDS.values()}
 
 
-def _check_relations(values: Mapping[str, Any], where: str) -> None:
-    """The checks that join two fields: ``max_replicas`` at least ``min_replicas``."""
+def _check_relations(values: Mapping[str, Any], where: str, unit: str = "h") -> None:
+    """The checks that join two fields: ``max_replicas`` at least ``min_replicas``; a
+    deadline after the submit time (both in ``unit``), and not both a deadline and a slack."""
     low, high = values.get("min_replicas", 1), values.get("max_replicas")
     if high is not None and high < low:
         raise ScenarioError(f"{where}.max_replicas", high, f"must be at least min_replicas ({low})")
+    due, key = values.get("deadline"), "deadline_h" if unit == "h" else "deadline"
+    if due is not None and values.get("slack") is not None:
+        raise ScenarioError(f"{where}.{key}", due, "give either a deadline or a slack, not both")
+    submit = values.get("submit_time", 0.0)
+    if due is not None and due <= submit:
+        raise ScenarioError(
+            f"{where}.{key}", due, f"must be after the submit time ({submit:g} {unit})"
+        )
 
 
 def job_row_fields(where: str, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -231,7 +257,8 @@ def check_job_fields(job: Any, where: str) -> None:
     for f in JOB_FIELDS.values():
         value = f.check_job(getattr(job, f.attr, f.default), f"{where}.{f.attr}")
         object.__setattr__(job, f.attr, value)
-    _check_relations({f: getattr(job, f) for f in ("min_replicas", "max_replicas")}, where)
+    names = ("min_replicas", "max_replicas", "deadline", "slack", "submit_time")
+    _check_relations({f: getattr(job, f) for f in names}, where, "s")
 
 
 @cache

@@ -221,6 +221,8 @@ LIMITS: Mapping[str, Limit] = {
     "jobs.batch": _BATCH,
     "jobs.epochs": _EPOCHS,
     "jobs.replicas": Limit(1, 1024, "copies", integer=True),
+    "jobs.deadline_h": Limit(0.0, HORIZON_H, "h", open_low=True),
+    "jobs.slack": Limit(0.0, 1e6, "x the isolated run time", open_low=True),
     "workload.n_jobs": Limit(1, MAX_JOBS, "jobs", integer=True),
     "workload.submit_h": _HOURS,
     "workload.arrival_rate_per_h": Limit(1.0 / HORIZON_H, 1e6, "jobs/h"),

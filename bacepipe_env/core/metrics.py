@@ -33,8 +33,9 @@ __all__ = ["METRICS", "OUTPUTS", "SHOW", "Metric", "ordered"]
 
 #: When the summaries and tables show a metric: always; when the run charged egress; when
 #: attempts could end early (faults configured, or a preemption rule); under a preemption
-#: rule; under an elasticity rule (semantics §10, §11, §3c, §3f).
-SHOW = ("always", "egress", "faults", "preemption", "elastic")
+#: rule; under an elasticity rule; when some job has a deadline (semantics §10, §11, §3c,
+#: §3f, §14).
+SHOW = ("always", "egress", "faults", "preemption", "elastic", "deadlines")
 
 #: The outputs that read the table (the names :func:`ordered` takes).
 OUTPUTS = ("summary", "json", "info", "row", "stats", "column", "tb", "episode")
@@ -287,6 +288,34 @@ METRICS: Mapping[str, Metric] = {
             json=("n_resizes",),
             info=("episode_resizes",),
             setting="elasticity",
+        ),
+        Metric(
+            "miss_rate",
+            "fraction",
+            "deadline misses",
+            "12.1f",
+            show="deadlines",
+            json=("miss_rate",),
+            info=("episode_miss_rate",),
+            key="miss_rate",
+            stat="miss_rate",
+            column="missed",
+            column_fmt=".1%",
+            tb=True,
+        ),
+        Metric(
+            "total_tardiness",
+            "s",
+            "total tardiness",
+            "12,.2f",
+            show="deadlines",
+            json=("total_tardiness_s", "total_tardiness_h"),
+            info=("episode_total_tardiness_s", "episode_total_tardiness_h"),
+            key="total_tardiness_h",
+            stat="tardiness_h",
+            column="tardiness h",
+            column_fmt=",.1f",
+            tb=True,
         ),
         Metric("throughput", "jobs/h", json=("throughput_jobs_per_h",)),
         Metric("gpu_hours", "GPU-h", json=("gpu_hours",)),

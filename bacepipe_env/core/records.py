@@ -67,6 +67,9 @@ class JobRecord:
     attempts: tuple[Attempt, ...] = ()  # every run of the job, the last one completed
     wasted_gpu_seconds: float = 0.0  # GPU-seconds of restarts and of work lost to faults
     wasted_cost: float = 0.0  # $ of electricity of those GPU-seconds
+    deadline: float | None = None  # s, when the job was due (None: no deadline, semantics §14)
+    tardiness: float = 0.0  # s, max(0, finish_time - deadline)
+    missed: bool = False  # tardiness > 0
 
     @property
     def restarts(self) -> int:
@@ -99,8 +102,13 @@ class JobRecord:
     def to_dict(self, names: Sequence[str]) -> dict[str, Any]:
         """A JSON-ready dict; ``names`` are the cluster's region names. A job that ran
         data-parallel copies (semantics §3e) also lists each copy's path under ``replicas``
-        and its resizes; ``path`` is its first copy's."""
+        and its resizes; ``path`` is its first copy's. A job with a deadline gives it, its
+        tardiness and whether it missed it (semantics §14)."""
         out = self._as_dict(names)
+        if self.deadline is not None:
+            out["deadline_s"] = self.deadline
+            out["tardiness_s"] = self.tardiness
+            out["missed"] = self.missed
         if self.placement.replicas:
             out["replicas"] = [
                 [{"region": names[r], "gpus": n} for r, n in zip(q.path, q.gpus)]
@@ -237,6 +245,22 @@ class RunResult:
     n_resizes: int = 0  # attempts a change of a job's data-parallel copies ended
 
     @property
+    def deadlines(self) -> bool:
+        """Whether any job had a deadline (semantics §14)."""
+        return any(r.deadline is not None for r in self.records)
+
+    @property
+    def miss_rate(self) -> float:
+        """The fraction of the jobs with a deadline that missed it (0 without deadlines)."""
+        due = [r for r in self.records if r.deadline is not None]
+        return sum(r.missed for r in due) / len(due) if due else 0.0
+
+    @property
+    def total_tardiness(self) -> float:
+        """The jobs' tardiness summed, seconds (0 without deadlines)."""
+        return math.fsum(r.tardiness for r in self.records)
+
+    @property
     def throughput(self) -> float:
         """Jobs completed per hour of makespan (0 for a zero makespan)."""
         return len(self.records) / hours(self.makespan) if self.makespan > 0 else 0.0
@@ -250,6 +274,8 @@ class RunResult:
         out: dict[str, Any] = {"scenario": self.scenario, "policy": self.policy}
         tail: dict[str, Any] = {}
         for metric in ordered("json"):
+            if metric.show == "deadlines" and not self.deadlines:
+                continue
             if metric.show != "elastic":
                 out.update(metric.json_items(self))
             elif elastic:

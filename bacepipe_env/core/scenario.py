@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ScenarioError
 from .cluster import Cluster
+from .deadlines import due_time
 from .faults import FaultModel
 from .job import Job
 from .limits import MAX_JOBS
@@ -209,6 +210,20 @@ class Scenario:
         if self.world.model == self.world.estimate_model:
             return self.profiles
         return self._profiles_under(self.world.model)
+
+    @cached_property
+    def deadlines(self) -> dict[int, float]:
+        """Job id -> when the job is due (s), for the jobs that have a deadline or a slack
+        (semantics §14; :func:`~bacepipe_env.core.deadlines.due_time` under the world's
+        profiles, whose isolated run time the slowdown divides by). Empty without deadlines."""
+        if all(j.deadline is None and j.slack is None for j in self.jobs):
+            return {}
+        profiles = self.world_profiles
+        return {
+            j.job_id: due
+            for j in self.jobs
+            if (due := due_time(j, profiles[j.job_id].ideal_execution)) is not None
+        }
 
     def _profiles_under(self, model: str) -> dict[int, JobProfile]:
         ref = self.cluster.regions[self.cluster.largest_region].intra_bandwidth

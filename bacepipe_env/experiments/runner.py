@@ -89,7 +89,8 @@ class RunSummary:
     scenario configured any fault (semantics §11); ``n_restarts``, ``wasted_gpu_hours`` and
     ``wasted_cost_usd`` (part of ``total_cost_usd``) count what they and preemptions cost.
     ``preemption`` names the run's preemption rule and ``n_preemptions`` counts its
-    preemptions (semantics §3c)."""
+    preemptions (semantics §3c). ``deadlines`` says whether some job had a deadline;
+    ``miss_rate`` and ``total_tardiness_h`` are then its misses and lateness (semantics §14)."""
 
     spec: RunSpec
     avg_jct_h: float
@@ -109,6 +110,9 @@ class RunSummary:
     wasted_cost_usd: float = 0.0
     preemption: str = "none"
     n_preemptions: int = 0
+    miss_rate: float = 0.0
+    total_tardiness_h: float = 0.0
+    deadlines: bool = False  # some job had a deadline (semantics §14)
     error: str = ""  # why the run could not finish (run_all(keep_going=True)); metrics NaN
 
     @classmethod
@@ -145,17 +149,19 @@ class RunSummary:
     def shows(self) -> set[str]:
         """The :data:`~bacepipe_env.core.metrics.SHOW` conditions this run's rows show:
         always and egress (its charge, 0 when not charged), faults when attempts could end
-        early, preemption under a preemption rule."""
+        early, preemption under a preemption rule, deadlines when some job had one."""
         out = {"always", "egress"}
         if self.interrupted:
             out.add("faults")
         if self.preemption != "none":
             out.add("preemption")
+        if self.deadlines:
+            out.add("deadlines")
         return out
 
 
 #: RunSummary's fields that are not metrics.
-_OWN = ("spec", "faults", "preemption", "error")
+_OWN = ("spec", "faults", "preemption", "deadlines", "error")
 assert [f.name for f in fields(RunSummary) if f.name not in _OWN] == [
     m.key for m in ordered("row")
 ], "RunSummary's metric fields != METRICS' keys (in order)"
@@ -234,6 +240,7 @@ def run_one(spec: RunSpec) -> RunSummary:
         **{m.key: m.shown(m.value(result)) for m in ordered("row")},
         faults=scenario.faults is not None and scenario.faults.active,
         preemption=result.preemption,
+        deadlines=result.deadlines,
     )
 
 

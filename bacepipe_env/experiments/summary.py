@@ -42,7 +42,9 @@ class PolicyStats:
     only when the runs charged egress, None otherwise; ``restarts``, ``wasted_gpu_hours`` and
     ``wasted_cost_usd`` (attempts after a failure, an outage or a preemption, and the GPU-hours
     and dollars of restarts and lost work, semantics §11 and §3c) only when the runs
-    configured faults or a preemption rule; ``preemptions`` only under a preemption rule."""
+    configured faults or a preemption rule; ``preemptions`` only under a preemption rule;
+    ``miss_rate`` and ``tardiness_h`` (the share of jobs that missed their deadline, the
+    hours they were late in total, semantics §14) only when some job had a deadline."""
 
     policy: str
     jct_h: Estimate
@@ -56,6 +58,8 @@ class PolicyStats:
     wasted_gpu_hours: Estimate | None = None
     wasted_cost_usd: Estimate | None = None
     preemptions: Estimate | None = None
+    miss_rate: Estimate | None = None
+    tardiness_h: Estimate | None = None
 
     def row(self) -> dict[str, Any]:
         """A flat dict for CSV/JSON (NaN CIs when there is one seed): ``<key>_mean`` and
@@ -121,6 +125,8 @@ def summarise(
         shows.add("faults")
     if preemption_configured(runs):
         shows.add("preemption")
+    if any(run.deadlines for run in runs):
+        shows.add("deadlines")
     by_policy: dict[str, dict[int, RunSummary]] = {}
     for run in runs:
         by_policy.setdefault(run.spec.policy, {})[run.spec.seed] = run
@@ -309,6 +315,7 @@ def format_run(result: RunResult, names: Sequence[str], *, faults: bool | None =
         + (f", {result.model} model" if result.model != "paper" else "")
     )
     on = {"egress": result.egress, "preemption": preempts, "elastic": elastic, "faults": faults}
+    on["deadlines"] = result.deadlines
     shows = {"always", *(condition for condition, yes in on.items() if yes)}
     out += [metric.line(result) for metric in ordered("summary", shows)]
     return "\n".join(out)

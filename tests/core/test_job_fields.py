@@ -127,6 +127,8 @@ def test_the_ported_fields_keep_their_keys_checks_and_positions() -> None:
         ("name", "name"),
         ("min_replicas", "min_replicas"),
         ("max_replicas", "max_replicas"),
+        ("deadline", "deadline_h"),
+        ("slack", "slack"),
     ]
     scenario = build_scenario(
         _spec({"submit_h": 0.25, "name": "a", "epochs": 2}, {"min_replicas": 1, "max_replicas": 1})

@@ -58,8 +58,11 @@ def test_the_json_lists_exactly_the_tables_keys(fig1: tuple[RunResult, tuple[str
     result, names = fig1
     out = result.to_dict(names)
     metric_keys = [k for k in out if k not in _NOT_METRICS]
-    # not elastic: the rows shown under elasticity (the resizes) are left out
-    expected = [k for m in ordered("json") if m.show != "elastic" for k in m.json]
+    # not elastic, no deadlines: the rows shown under elasticity (the resizes) and under
+    # deadlines (the misses, the tardiness) are left out
+    expected = [
+        k for m in ordered("json") if m.show not in ("elastic", "deadlines") for k in m.json
+    ]
     assert metric_keys == expected
     # a time has its value in seconds, then in hours: 62192.6 s = 17.2757 h
     assert out["avg_jct_s"] == result.avg_jct
@@ -74,7 +77,8 @@ def test_the_env_info_lists_exactly_the_tables_keys(
 
     result, _ = fig1
     info = episode_info(result)
-    assert list(info) == [k for m in ordered("info") for k in m.info]
+    # no deadlines: the rows shown under deadlines are left out
+    assert list(info) == [k for m in ordered("info") if m.show != "deadlines" for k in m.info]
     assert info["episode_jobs_completed"] == 2  # fig1's two jobs
     assert info["episode_avg_jct_h"] == pytest.approx(62192.60777713759 / 3600)
 
@@ -128,9 +132,8 @@ def test_the_dataclasses_fields_follow_the_table() -> None:
     from bacepipe_env.envs.agents import EpisodeResult
 
     summary = [f.name for f in dataclasses.fields(RunSummary)]
-    assert [k for k in summary if k not in ("spec", "faults", "preemption", "error")] == [
-        m.key for m in ordered("row")
-    ]
+    own = ("spec", "faults", "preemption", "deadlines", "error")
+    assert [k for k in summary if k not in own] == [m.key for m in ordered("row")]
     stats = {f.name for f in dataclasses.fields(PolicyStats)} - {"policy"}
     assert stats == {k for m in ordered("stats") for k in (m.stat, m.norm) if k}
     episode = {f.name for f in dataclasses.fields(EpisodeResult)}

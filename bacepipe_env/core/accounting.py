@@ -257,7 +257,7 @@ class Accounts:
     ) -> None:
         """The finished job's :class:`JobRecord`; ``run`` is its last (completed) attempt. A
         job with a deadline or a slack also records when it was due, its tardiness and
-        whether it missed (semantics §14)."""
+        whether it missed (semantics §15)."""
         cost, carbon, egress, wasted_gpu_s, wasted_cost = totals
         due = due_time(job, prof.ideal_execution)
         tardiness, missed = lateness(due, run.finish)

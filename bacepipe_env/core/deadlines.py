@@ -1,4 +1,4 @@
-"""Per-job deadlines (semantics §14): when a job is due, how late it finished, and the
+"""Per-job deadlines (semantics §15): when a job is due, how late it finished, and the
 ``deadline_slack`` knob's distribution of slacks for the jobs that give no deadline.
 
 A job is due at its ``deadline`` (seconds from time 0), or, given a ``slack`` s instead, at
@@ -14,7 +14,9 @@ hour, faults) as it was; a world without it is the world it was, bit for bit.
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,6 +31,7 @@ __all__ = [
     "draw_slacks",
     "due_time",
     "lateness",
+    "with_slacks",
 ]
 
 #: The slack distribution of ``deadline_slack`` when deadlines are turned on without one (the
@@ -85,6 +88,18 @@ def draw_slacks(spec: str, seed: int, n: int) -> list[float]:
         return [low] * n
     rng = np.random.default_rng(np.random.SeedSequence([seed, SLACK_STREAM]))
     return [float(x) for x in rng.uniform(low, high, size=n)]
+
+
+def with_slacks(jobs: Sequence[Any], slacks: Sequence[float]) -> tuple[Any, ...]:
+    """``jobs`` with each one that has neither a deadline nor a slack given the matching one
+    of ``slacks`` (a copy: jobs are immutable and may be shared); the others as they are."""
+    out = []
+    for job, slack in zip(jobs, slacks):
+        if job.deadline is None and job.slack is None:
+            job = copy.copy(job)
+            object.__setattr__(job, "slack", slack)
+        out.append(job)
+    return tuple(out)
 
 
 def due_time(job: Any, ideal_execution: float) -> float | None:

@@ -101,7 +101,7 @@ class Job:
     run (semantics §3e); ``max_replicas`` None takes the world's (``max_replicas``, 1 unless
     set: one pipeline, the paper's jobs). ``deadline`` (s from time 0) or ``slack`` (a multiple
     of its isolated run time after its submission) say when it is due, at most one of them
-    (semantics §14); None: no deadline."""
+    (semantics §15); None: no deadline."""
 
     job_id: int
     model: ModelSpec

@@ -196,7 +196,7 @@ JOB_FIELDS: dict[str, JobField] = {
             "deadline",
             "deadline_h",
             None,
-            "when the job is due, hours after the start (after its submit time; semantics §14)",
+            "when the job is due, hours after the start (after its submit time; semantics §15)",
             limit="jobs.deadline_h",
             scale=SECONDS_PER_HOUR,
             unit="s",
@@ -206,7 +206,7 @@ JOB_FIELDS: dict[str, JobField] = {
             "slack",
             None,
             "the job is due its slack times its isolated run time after its submission "
-            "(semantics §14; not with deadline_h)",
+            "(semantics §15; not with deadline_h)",
             limit="jobs.slack",
         ),
     )

@@ -34,7 +34,7 @@ __all__ = ["METRICS", "OUTPUTS", "SHOW", "Metric", "ordered"]
 #: When the summaries and tables show a metric: always; when the run charged egress; when
 #: attempts could end early (faults configured, or a preemption rule); under a preemption
 #: rule; under an elasticity rule; when some job has a deadline (semantics §10, §11, §3c,
-#: §3f, §14).
+#: §3f, §15).
 SHOW = ("always", "egress", "faults", "preemption", "elastic", "deadlines")
 
 #: The outputs that read the table (the names :func:`ordered` takes).

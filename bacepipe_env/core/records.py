@@ -67,7 +67,7 @@ class JobRecord:
     attempts: tuple[Attempt, ...] = ()  # every run of the job, the last one completed
     wasted_gpu_seconds: float = 0.0  # GPU-seconds of restarts and of work lost to faults
     wasted_cost: float = 0.0  # $ of electricity of those GPU-seconds
-    deadline: float | None = None  # s, when the job was due (None: no deadline, semantics §14)
+    deadline: float | None = None  # s, when the job was due (None: no deadline, semantics §15)
     tardiness: float = 0.0  # s, max(0, finish_time - deadline)
     missed: bool = False  # tardiness > 0
 
@@ -103,7 +103,7 @@ class JobRecord:
         """A JSON-ready dict; ``names`` are the cluster's region names. A job that ran
         data-parallel copies (semantics §3e) also lists each copy's path under ``replicas``
         and its resizes; ``path`` is its first copy's. A job with a deadline gives it, its
-        tardiness and whether it missed it (semantics §14)."""
+        tardiness and whether it missed it (semantics §15)."""
         out = self._as_dict(names)
         if self.deadline is not None:
             out["deadline_s"] = self.deadline
@@ -246,7 +246,7 @@ class RunResult:
 
     @property
     def deadlines(self) -> bool:
-        """Whether any job had a deadline (semantics §14)."""
+        """Whether any job had a deadline (semantics §15)."""
         return any(r.deadline is not None for r in self.records)
 
     @property

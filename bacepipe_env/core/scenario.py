@@ -214,7 +214,7 @@ class Scenario:
     @cached_property
     def deadlines(self) -> dict[int, float]:
         """Job id -> when the job is due (s), for the jobs that have a deadline or a slack
-        (semantics §14; :func:`~bacepipe_env.core.deadlines.due_time` under the world's
+        (semantics §15; :func:`~bacepipe_env.core.deadlines.due_time` under the world's
         profiles, whose isolated run time the slowdown divides by). Empty without deadlines."""
         if all(j.deadline is None and j.slack is None for j in self.jobs):
             return {}

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..errors import ScenarioError, ValidationError, choices
 from .admission import ADMISSION_RULES
+from .deadlines import DEFAULT_SLACK, check_deadline_slack
 from .elasticity import ELASTICITY_RULES, check_elasticity
 from .faults import (
     DEFAULT_CHECKPOINT_INTERVAL_S,
@@ -624,6 +625,20 @@ KNOBS: Mapping[str, Knob] = {
             parse=number_flag("gpu_reserve_gb"),
             metavar="GB",
         ),
+        Knob(
+            "deadline_slack",
+            "str",
+            "none, uniform:LOW,HIGH, fixed:X in (0, 1e6]",
+            "x",
+            key="deadline_slack",
+            flag="--deadline-slack",
+            help="a job with no deadline of its own is due at its submit time plus a drawn slack "
+            f"x its isolated run time (bare flag: {DEFAULT_SLACK}; semantics §15)",
+            default="none",
+            check=check_deadline_slack,
+            metavar="DIST",
+            const=DEFAULT_SLACK,
+        ),
     )
 }
 
@@ -666,6 +681,7 @@ class World:
     recompute: bool = True
     state_only_floors: bool = False
     gpu_reserve_gb: float | None = None
+    deadline_slack: str = "none"
 
     def __post_init__(self) -> None:
         for knob in KNOBS.values():

@@ -131,7 +131,7 @@ def episode_info(result: RunResult) -> dict[str, float | int]:
     JCT and total electricity cost, the makespan, the jobs completed, the emissions, the JCT
     percentiles, the mean slowdown, the egress charge, what faults cost, semantics §11, and
     the resizes of jobs' data-parallel copies, semantics §3f; 0 where the world has none;
-    the deadline misses and tardiness, semantics §14, only when some job has a deadline)."""
+    the deadline misses and tardiness, semantics §15, only when some job has a deadline)."""
     shown = [m for m in ordered("info") if m.show != "deadlines" or result.deadlines]
     return {k: v for m in shown for k, v in m.keyed(m.info, m.value(result))}
 

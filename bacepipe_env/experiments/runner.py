@@ -90,7 +90,7 @@ class RunSummary:
     ``wasted_cost_usd`` (part of ``total_cost_usd``) count what they and preemptions cost.
     ``preemption`` names the run's preemption rule and ``n_preemptions`` counts its
     preemptions (semantics §3c). ``deadlines`` says whether some job had a deadline;
-    ``miss_rate`` and ``total_tardiness_h`` are then its misses and lateness (semantics §14)."""
+    ``miss_rate`` and ``total_tardiness_h`` are then its misses and lateness (semantics §15)."""
 
     spec: RunSpec
     avg_jct_h: float
@@ -112,7 +112,7 @@ class RunSummary:
     n_preemptions: int = 0
     miss_rate: float = 0.0
     total_tardiness_h: float = 0.0
-    deadlines: bool = False  # some job had a deadline (semantics §14)
+    deadlines: bool = False  # some job had a deadline (semantics §15)
     error: str = ""  # why the run could not finish (run_all(keep_going=True)); metrics NaN
 
     @classmethod

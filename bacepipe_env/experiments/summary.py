@@ -44,7 +44,7 @@ class PolicyStats:
     and dollars of restarts and lost work, semantics §11 and §3c) only when the runs
     configured faults or a preemption rule; ``preemptions`` only under a preemption rule;
     ``miss_rate`` and ``tardiness_h`` (the share of jobs that missed their deadline, the
-    hours they were late in total, semantics §14) only when some job had a deadline."""
+    hours they were late in total, semantics §15) only when some job had a deadline."""
 
     policy: str
     jct_h: Estimate

@@ -23,6 +23,7 @@ import numpy as np
 from ..core.cluster import Cluster
 from ..core.faults import FaultModel
 from ..core.job import Job, ModelSpec, TrainingConstants
+from ..core.deadlines import draw_slacks, with_slacks
 from ..core.job_fields import job_values
 from ..core.limits import check_limit, check_memory
 from ..core.perf import ProfileCache, profile_job
@@ -279,7 +280,8 @@ class ScenarioTemplate:
     def materialize(self, seed: int = 0, *, profile_cache: ProfileCache | None = None) -> Scenario:
         """The scenario for ``seed``: the workload rule's draws come from
         ``numpy.random.default_rng(seed)`` in a fixed order (models, datasets, arrivals, then
-        the start hour when it is ``random``)."""
+        the start hour when it is ``random``); the slacks of ``deadline_slack`` from their own
+        stream (:func:`~bacepipe_env.core.deadlines.draw_slacks`)."""
         seed = check_limit("seed", seed)
         w = self.world
         if self.rows is not None and not w.random_start:  # nothing to draw
@@ -292,6 +294,8 @@ class ScenarioTemplate:
                 world, tariff = dataclasses.replace(w, start_hour=hour), self._tariff(hour)
             else:
                 world, tariff = w, self._start_tariff
+        if w.deadline_slack != "none":  # their own stream: every other draw stays as it was
+            jobs = with_slacks(jobs, draw_slacks(w.deadline_slack, seed, len(jobs)))
         params = {
             "seed": seed,
             "bandwidth_scale": w.bandwidth_scale,
@@ -310,6 +314,8 @@ class ScenarioTemplate:
         }
         if w.pue != 1.0:  # a setting beyond the paper, recorded when used
             params["pue"] = w.pue
+        if w.deadline_slack != "none":
+            params["deadline_slack"] = w.deadline_slack
         if self.workload is not None and self.workload.arrivals != "batch":
             params["arrivals"] = self.workload.arrivals
             params["arrival_rate_per_h"] = self.workload.rate

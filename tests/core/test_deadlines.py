@@ -1,4 +1,4 @@
-"""Per-job deadlines (semantics §14): a golden scenario worked out by hand, the one-line
+"""Per-job deadlines (semantics §15): a golden scenario worked out by hand, the one-line
 errors of a bad deadline or slack, and the outputs that show the deadline metrics only when
 some job has a deadline.
 

@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from ..core.cluster import Cluster
+from ..core.deadlines import draw_slacks, with_slacks
 from ..core.faults import FaultModel
 from ..core.job import Job, ModelSpec, TrainingConstants
-from ..core.deadlines import draw_slacks, with_slacks
 from ..core.job_fields import job_values
 from ..core.limits import check_limit, check_memory
 from ..core.perf import ProfileCache, profile_job

@@ -159,3 +159,43 @@ def test_the_cli_refuses_a_bad_deadline_with_one_line_and_exit_2(tmp_path: Path)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "jobs[0].deadline_h: must be after the submit time" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("uniform:3,1", "the high slack must be at least the low (3)"),
+        ("banana", "must be 'none', 'uniform:LOW,HIGH' or 'fixed:X'"),
+        ("uniform:-1,2", "must be in (0, 1,000,000]"),
+        ("fixed:nan", "must be finite"),
+    ],
+)
+def test_a_bad_deadline_slack_flag_is_one_line_and_exit_2(text: str, reason: str) -> None:
+    argv = ["simulate", "--scenario", "fig1", "--deadline-slack", text]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bacepipe_env.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bacepipe: error: --deadline-slack: ")
+    assert reason in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_bad_deadline_slack_in_a_file_or_python_is_a_scenario_error() -> None:
+    with pytest.raises(ScenarioError, match=r"^deadline_slack: must be 'none', "):
+        build_scenario({**GOLDEN, "deadline_slack": 2.0})
+    with pytest.raises(ScenarioError, match=r"^deadline_slack: the high slack"):
+        load_scenario("fig1", deadline_slack="uniform:2,1")
+
+
+def test_the_knob_gives_a_slack_only_to_jobs_without_a_deadline() -> None:
+    # J1 keeps its 2.5 h; J2 (no deadline of its own) is due at 0 + 2 * 7200 = 14400 s
+    spec = {**_spec({"deadline_h": 2.5}, {}), "deadline_slack": "fixed:2"}
+    scenario = build_scenario(spec)
+    assert scenario.deadlines == {1: 9000.0, 2: 14400.0}
+    assert scenario.params["deadline_slack"] == "fixed:2"
+    result = make_policy("fcfs").simulate(scenario)
+    assert [r.missed for r in result.records] == [False, False]  # 7200 <= 9000, 10800 <= 14400

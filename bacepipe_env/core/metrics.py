@@ -302,6 +302,7 @@ METRICS: Mapping[str, Metric] = {
             column="missed",
             column_fmt=".1%",
             tb=True,
+            episode=True,
         ),
         Metric(
             "total_tardiness",
@@ -316,6 +317,7 @@ METRICS: Mapping[str, Metric] = {
             column="tardiness h",
             column_fmt=",.1f",
             tb=True,
+            episode=True,
         ),
         Metric("throughput", "jobs/h", json=("throughput_jobs_per_h",)),
         Metric("gpu_hours", "GPU-h", json=("gpu_hours",)),

@@ -369,6 +369,8 @@ class EpisodeResult:
     steps: int
     illegal_actions: int
     carbon_kg: float = float("nan")  # the episode's emissions (kg CO2e)
+    miss_rate: float = float("nan")  # deadline misses (NaN: no job had a deadline, §15)
+    total_tardiness_h: float = float("nan")  # hours late, summed (NaN: no deadlines)
 
 
 _OWN = {"agent", "seed", "episode_return", "steps", "illegal_actions"}

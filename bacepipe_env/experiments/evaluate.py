@@ -131,6 +131,16 @@ class PolicyEvaluation:
     def carbon(self) -> Estimate:
         return estimate([r.carbon_kg for r in self.episodes])
 
+    def deadlines(self) -> bool:
+        """Whether the episodes had deadlines (semantics §15): a finite miss rate."""
+        return any(math.isfinite(r.miss_rate) for r in self.episodes)
+
+    def misses(self) -> Estimate:
+        return estimate([r.miss_rate for r in self.episodes])
+
+    def tardiness(self) -> Estimate:
+        return estimate([r.total_tardiness_h for r in self.episodes])
+
     def ratio(self) -> Estimate | None:
         """Mean ± CI of the finite per-episode ratios (None when none is finite)."""
         finite = [r for r in self.ratios if math.isfinite(r)]
@@ -149,6 +159,15 @@ def _cell(e: Estimate | None, digits: int) -> str:
     return f"{e.mean:,.{digits}f} ± {e.ci95:,.{digits}f}"
 
 
+def _percent(e: Estimate) -> Estimate:
+    return Estimate(100 * e.mean, 100 * e.ci95, e.n)
+
+
+def _late(r: EpisodeResult) -> dict[str, float | None]:
+    """An episode's deadline figures (semantics §15)."""
+    return {"miss_rate": _finite(r.miss_rate), "total_tardiness_h": _finite(r.total_tardiness_h)}
+
+
 @dataclass(frozen=True)
 class EvaluationReport:
     """Every policy on the same episodes of ``env_id``."""
@@ -160,14 +179,17 @@ class EvaluationReport:
     policies: tuple[PolicyEvaluation, ...]
 
     def format_table(self) -> str:
-        """A table: per policy n, avg JCT, cost, carbon (mean ± 95% CI) and the paired JCT
-        ratio to the reference with wins/ties/losses."""
+        """A table: per policy n, avg JCT, cost, carbon (mean ± 95% CI), with deadlines the
+        miss rate (%) and total tardiness (h), and the paired JCT ratio to the reference with
+        wins/ties/losses."""
+        due = any(p.deadlines() for p in self.policies)
         head = [
             "policy",
             "n",
             "avg JCT h",
             "cost $",
             "carbon kg",
+            *(("missed %", "tardiness h") if due else ()),
             f"JCT / {self.reference}",
             "W/T/L",
         ]
@@ -181,6 +203,7 @@ class EvaluationReport:
                     _cell(p.jct(), 2),
                     _cell(p.cost(), 0),
                     _cell(p.carbon(), 0),
+                    *((_cell(_percent(p.misses()), 1), _cell(p.tardiness(), 1)) if due else ()),
                     _cell(p.ratio(), 3),
                     f"{w}/{t}/{l_}",
                 ]
@@ -216,6 +239,7 @@ class EvaluationReport:
                         "episode_return": _finite(r.episode_return),
                         "total_cost_usd": _finite(r.total_cost_usd),
                         "carbon_kg": _finite(r.carbon_kg),
+                        **(_late(r) if p.deadlines() else {}),
                         "steps": r.steps,
                         "illegal_actions": r.illegal_actions,
                         "replay": replay,
@@ -237,6 +261,11 @@ class EvaluationReport:
                     "avg_jct_h": _est(p.jct()),
                     "total_cost_usd": _est(p.cost()),
                     "carbon_kg": _est(p.carbon()),
+                    **(
+                        {"miss_rate": _est(p.misses()), "total_tardiness_h": _est(p.tardiness())}
+                        if p.deadlines()
+                        else {}
+                    ),
                     "jct_ratio": _est(p.ratio()),
                     "wins": w,
                     "ties": t,

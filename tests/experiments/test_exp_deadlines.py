@@ -82,3 +82,32 @@ def test_the_env_info_has_the_deadline_metrics_only_with_deadlines() -> None:
         if expected:
             result = env.sim.result()
             assert info["episode_miss_rate"] == result.miss_rate
+
+
+@pytest.mark.parametrize("slack", [False, True])
+def test_evaluate_shows_the_deadline_columns_only_with_deadlines(
+    slack: bool, tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    argv = ["evaluate", "--env-id", "bacepipe_env/GeoPipe-v2", "--policies", "sjf,fcfs"]
+    out = tmp_path / "evaluate.json"
+    argv += ["--episodes", "2", "--first-seed", "0", "--jobs", "6", "--json", str(out)]
+    argv += ["--deadline-slack", "fixed:1.5"] if slack else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "bacepipe_env.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    head = next(line for line in proc.stdout.splitlines() if line.startswith("policy"))
+    assert ("missed %" in head and "tardiness h" in head) == slack
+    data = json.loads(out.read_text())
+    assert all(("miss_rate" in r) == slack for r in data["rows"])
+    assert all(("miss_rate" in p) == slack for p in data["summary"]["policies"])
+    if slack:
+        rates = [r["miss_rate"] for r in data["rows"]]
+        assert all(r * 6 == round(r * 6) for r in rates)  # a share of 6 jobs

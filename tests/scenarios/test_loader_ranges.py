@@ -102,7 +102,7 @@ SETTERS: dict[str, Setter] = {
     "datasets.samples": _at(PAPER, ("datasets", 0, "samples"), "datasets[0].samples"),
     **{
         f"jobs.{j}": _at(FIG1, ("jobs", 1, j), f"jobs[1].{j}")
-        for j in ("submit_h", "batch", "epochs")
+        for j in ("submit_h", "batch", "epochs", "deadline_h", "slack")
     },
     "jobs.replicas": _at(FIG1, ("jobs", 1, "max_replicas"), "jobs[1].max_replicas"),
     "workload.n_jobs": _at(PAPER, ("workload", "n_jobs"), "workload.n_jobs"),

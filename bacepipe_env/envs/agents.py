@@ -356,10 +356,12 @@ def make_agent(name: str, seed: int = 0) -> HeuristicAgent | RolloutAgent:
     return HeuristicAgent(name, seed)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EpisodeResult:
     """One evaluated episode: its return, steps and illegal actions, and the figures of the
-    :data:`~bacepipe_env.core.metrics.METRICS` rows marked ``episode`` (by their ``key``)."""
+    :data:`~bacepipe_env.core.metrics.METRICS` rows marked ``episode`` (by their ``key``).
+    Two results are equal when every field is, a figure the episode lacks (NaN: no deadline
+    in a world without deadlines) equal to another lacking one."""
 
     agent: str
     seed: int
@@ -371,6 +373,19 @@ class EpisodeResult:
     carbon_kg: float = float("nan")  # the episode's emissions (kg CO2e)
     miss_rate: float = float("nan")  # deadline misses (NaN: no job had a deadline, §15)
     total_tardiness_h: float = float("nan")  # hours late, summed (NaN: no deadlines)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EpisodeResult):
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in fields(self))
+
+    def __hash__(self) -> int:
+        return hash((self.agent, self.seed, self.steps))
+
+
+def _same(a: object, b: object) -> bool:
+    """``a == b``, two NaNs counting as the same figure."""
+    return a == b or (isinstance(a, float) and isinstance(b, float) and a != a and b != b)
 
 
 _OWN = {"agent", "seed", "episode_return", "steps", "illegal_actions"}

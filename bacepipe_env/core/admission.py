@@ -12,11 +12,15 @@ beside ordering and placement, applied identically to every policy:
   cluster)``;
 - ``announce-aware``: ``finish-aware``, and also hold the GPUs for an announced job (the
   scenario's ``announce_h`` calendar) that the job would block, when the two jobs' predicted
-  completion times sum lower that way (:class:`AnnounceAwareAdmission`).
+  completion times sum lower that way (:class:`AnnounceAwareAdmission`);
+- ``deadline-aware``: ``finish-aware``, and also defer a job that can no longer meet its
+  deadline (semantics §15) when it would take the GPUs of a pending job that still can
+  (:class:`DeadlineAwareAdmission`).
 
 A declined job stays pending and is offered again after the next event; the scheduling pass
 goes on with the other jobs. Predictions use only what a scheduler knows: the running jobs'
-finish times and resources and the calendar of announced jobs, never an unannounced arrival.
+finish times and resources, the pending jobs' deadlines and the calendar of announced jobs,
+never an unannounced arrival.
 A learned agent that can wait decides admission itself.
 """
 
@@ -36,6 +40,7 @@ __all__ = [
     "AdmissionRule",
     "AdmissionView",
     "AnnounceAwareAdmission",
+    "DeadlineAwareAdmission",
     "FinishAwareAdmission",
     "FullAdmission",
     "GreedyAdmission",
@@ -43,19 +48,24 @@ __all__ = [
     "finish_after_release",
     "hold_for_announced",
     "make_admission",
+    "yield_to_deadline",
 ]
 
 
 class SubmitCalendar(Protocol):
-    """The part of a scenario admission rules read: every job's submit time (seconds)."""
+    """The part of a scenario admission rules read: every job's submit time (seconds) and,
+    for the jobs that have one, when it is due (seconds, semantics §15)."""
 
     @property
     def submit_times(self) -> Mapping[int, float]: ...
+    @property
+    def deadlines(self) -> Mapping[int, float]: ...
 
 
 class AdmissionView(Protocol):
     """What admission rules read of a simulation, and nothing else: the clock, the free GPUs
-    and residual bandwidth, the jobs' profiles, memory floors and submit times, the calendar
+    and residual bandwidth, the pending jobs, the jobs' profiles, memory floors, submit times
+    and deadlines, the calendar
     of announced jobs, and the placement policy's answers and Eq. (2) on any state. The
     simulator implements it (:class:`~bacepipe_env.core.state.SimulationState`)."""
 
@@ -65,6 +75,8 @@ class AdmissionView(Protocol):
     def free_gpus(self) -> tuple[int, ...]: ...
     @property
     def residual_rows(self) -> tuple[tuple[float, ...], ...]: ...
+    @property
+    def pending(self) -> tuple[int, ...]: ...
     @property
     def scenario(self) -> SubmitCalendar: ...
     def profile(self, job_id: int) -> JobProfile: ...
@@ -221,18 +233,86 @@ def hold_for_announced(sim: AdmissionView, job_id: int, placement: Placement) ->
     return None
 
 
+class DeadlineAwareAdmission(FinishAwareAdmission):
+    """``finish-aware`` that also defers a job that can no longer meet its deadline while a
+    pending job that still can is waiting for the same GPUs (semantics §15).
+
+    The offered job ``j`` on placement ``p`` at ``t`` = now, ``E_j`` its execution time on
+    ``p``, starts now iff:
+
+    1. ``finish-aware`` starts it (else it waits, as under ``finish-aware``); and
+    2. :func:`yield_to_deadline` finds no job to yield to. ``j`` is *hopeless* when it has a
+       deadline ``d_j`` and ``t + E_j > d_j``; only a hopeless job yields. It yields to the
+       first pending job ``k`` (submission order, ``k`` not ``j``) that has a deadline ``d_k``,
+       that ``j`` blocks (some set of regions holds ``k`` in GPU memory on the GPUs free now,
+       none on the GPUs left once ``j`` takes ``p``;
+       :func:`~bacepipe_env.core.memory.largest_feasible_gpus`, bandwidth aside), and that
+       can still make it: the placement policy offers it ``p_k`` on the free GPUs and residual
+       bandwidth of now and ``t + E_k(p_k) <= d_k``.
+
+    A yielding job stays pending and is offered again after the next event, as any declined
+    job; it waits only while it blocks a job that can still be on time, and that job's
+    chance shrinks as time passes, so no job waits for ever. Deterministic, and it reads only
+    what a scheduler knows (the free GPUs, the running jobs, the pending jobs' deadlines and
+    profiles). A job without a deadline is never hopeless, so without deadlines the rule is
+    ``finish-aware``, decision for decision.
+    """
+
+    name = "deadline-aware"
+
+    def admit(self, sim: AdmissionView, job_id: int, placement: Placement) -> bool:
+        """Whether finish-aware starts the job now and it need not yield to a job on time."""
+        if not super().admit(sim, job_id, placement):
+            return False
+        return yield_to_deadline(sim, job_id, placement) is None
+
+
+def yield_to_deadline(sim: AdmissionView, job_id: int, placement: Placement) -> int | None:
+    """The pending job that ``job_id``, hopeless on ``placement`` now, yields to by
+    :class:`DeadlineAwareAdmission`'s test, or None (no deadline, on time, or it blocks no
+    job that can still make its own)."""
+    deadlines = sim.scenario.deadlines
+    due = deadlines.get(job_id) if deadlines else None
+    if due is None:
+        return None
+    now = sim.time
+    if now + sim.execution_time(job_id, placement) <= due:
+        return None  # it can still make it: no reason to yield
+    free = sim.free_gpus
+    left = list(free)
+    for r, g in zip(placement.path, placement.gpus):
+        left[r] -= g
+    residual = None
+    for k in sim.pending:
+        due_k = deadlines.get(k)
+        if k == job_id or due_k is None or due_k < now:
+            continue  # no deadline, or already past it
+        floors, k_star = sim.memory_floor(k), sim.profile(k).k_star
+        if largest_feasible_gpus(floors, left, k_star)[0] > 0:
+            continue  # it fits beside the job: not blocked
+        if largest_feasible_gpus(floors, free, k_star)[0] == 0:
+            continue  # it does not fit now either: the job blocks nothing
+        if residual is None:
+            residual = sim.residual_rows
+        offered = sim.placement_on(k, Release(now, free, residual))
+        if offered is not None and now + sim.execution_time(k, offered) <= due_k:
+            return k
+    return None
+
+
 #: Admission rule name -> class, in the order the docs list them.
 ADMISSION_RULES: dict[str, type[AdmissionRule]] = {
     "greedy": GreedyAdmission,
     "finish-aware": FinishAwareAdmission,
     "full": FullAdmission,
     "announce-aware": AnnounceAwareAdmission,
+    "deadline-aware": DeadlineAwareAdmission,
 }
 
 
 def make_admission(rule: str | AdmissionRule) -> AdmissionRule:
     """An admission rule by name (``greedy``, ``finish-aware``, ``full``,
-    ``announce-aware``), or the object."""
+    ``announce-aware``, ``deadline-aware``), or the object."""
     if not isinstance(rule, str):
         if not callable(getattr(rule, "admit", None)):
             raise ValidationError("admission", rule, "must have an admit(sim, job, placement)")

@@ -246,9 +246,11 @@ class DeadlineAwareAdmission(FinishAwareAdmission):
        first pending job ``k`` (submission order, ``k`` not ``j``) that has a deadline ``d_k``,
        that ``j`` blocks (some set of regions holds ``k`` in GPU memory on the GPUs free now,
        none on the GPUs left once ``j`` takes ``p``;
-       :func:`~bacepipe_env.core.memory.largest_feasible_gpus`, bandwidth aside), and that
-       can still make it: the placement policy offers it ``p_k`` on the free GPUs and residual
-       bandwidth of now and ``t + E_k(p_k) <= d_k``.
+       :func:`~bacepipe_env.core.memory.largest_feasible_gpus`, bandwidth aside), that can
+       still make it (the placement policy offers it ``p_k`` on the free GPUs and residual
+       bandwidth of now, and ``t + E_k(p_k) <= d_k``) and that would take the GPUs now:
+       ``finish-aware`` would start it on ``p_k`` (waiting for the next release would not
+       finish it sooner), so the GPUs ``j`` leaves do not stand idle.
 
     A yielding job stays pending and is offered again after the next event, as any declined
     job; it waits only while it blocks a job that can still be on time, and that job's
@@ -282,7 +284,7 @@ def yield_to_deadline(sim: AdmissionView, job_id: int, placement: Placement) -> 
     left = list(free)
     for r, g in zip(placement.path, placement.gpus):
         left[r] -= g
-    residual = None
+    residual = release = None
     for k in sim.pending:
         due_k = deadlines.get(k)
         if k == job_id or due_k is None or due_k < now:
@@ -293,10 +295,17 @@ def yield_to_deadline(sim: AdmissionView, job_id: int, placement: Placement) -> 
         if largest_feasible_gpus(floors, free, k_star)[0] == 0:
             continue  # it does not fit now either: the job blocks nothing
         if residual is None:
-            residual = sim.residual_rows
+            residual, release = sim.residual_rows, sim.next_release()
         offered = sim.placement_on(k, Release(now, free, residual))
-        if offered is not None and now + sim.execution_time(k, offered) <= due_k:
-            return k
+        if offered is None:
+            continue
+        finish = now + sim.execution_time(k, offered)
+        if finish > due_k:
+            continue  # too late for it as well
+        waited = None if release is None else finish_after_release(sim, k, release)
+        if waited is not None and waited[0] < finish:
+            continue  # finish-aware would hold it for the next release: no use yielding now
+        return k
     return None
 
 

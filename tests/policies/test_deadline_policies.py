@@ -29,6 +29,8 @@ from bacepipe_env.scenarios import load_scenario
 
 CONST = TrainingConstants(seq_len=1, micro_batch=1, peak_flops=1.0, mfu=1.0)
 M4 = ModelSpec("M4", 6.0, 4, 1)
+M3 = ModelSpec("M3", 6.0, 3, 1)
+M1 = ModelSpec("M1", 6.0, 1, 1)
 CLUSTER = Cluster((Region("R0", 4, 1.0, 2.0),), np.zeros((1, 1)), power_kw=3.6)
 
 NEW = [
@@ -46,14 +48,17 @@ NEW = [
 ]
 
 
-def _scenario(*jobs: tuple[int, float | None]) -> Scenario:
-    """M4 jobs (iterations, deadline s) submitted at t = 0 in this order, ids 1, 2, ..."""
+def _scenario(*jobs: tuple[int, float | None] | tuple[int, float | None, ModelSpec]) -> Scenario:
+    """Jobs (iterations, deadline s[, model: M4]) submitted at t = 0 in this order, ids 1, 2,
+    ..."""
     return Scenario(
         "deadlines",
         CLUSTER,
         tuple(
-            Job(i, M4, "d", 4 * iters, 4, constants=CONST, name=f"J{i}", deadline=due)
-            for i, (iters, due) in enumerate(jobs, start=1)
+            Job(
+                i, (*job, M4)[2], "d", 4 * job[0], 4, constants=CONST, name=f"J{i}", deadline=job[1]
+            )
+            for i, job in enumerate(jobs, start=1)
         ),
         World(),
     )
@@ -121,6 +126,25 @@ def test_deadline_aware_defers_a_hopeless_job_for_one_on_time() -> None:
     # K without a deadline: J has nobody to yield to, and the rule is finish-aware
     free = _scenario((1, 10.0), (10, None))
     assert _run(free, "sjf+deadline-aware") == _run(free, "sjf+finish-aware")
+
+
+# ---------------------------------------------------------------------------------------------
+# deadline-aware does not yield to a job that would not take the GPUs now.
+#   FCFS. t_iter(3) = 2 (2 + 12 + 12) = 52 for M3 on 3 GPUs; M1 (1 layer, K* = 1) on 1 GPU: 96.
+#   A: M3, 1 iteration, due 100: 3 GPUs, 0-52.  One GPU is left.
+#   J: M1, 1 iteration, due 10: offered the 1 GPU, finishes at 96 > 10: hopeless.
+#   K: M4, 10 iterations, due 1000: on the 1 GPU now 0 + 960 = 960 <= 1000, on time, and J
+#     blocks it (it would leave no GPU). But finish-aware holds K for A's release at 52: on
+#     4 GPUs 52 + 480 = 532 < 960. So J does not yield: J 0-96 (86 late). At 52 K is offered 3
+#     GPUs: 52 + 10 * 52 = 572 <= J's release 96 + 480 = 576: K 52-572, on time. As under
+#     finish-aware. (Yielding anyway would idle the GPU until 52 and start J at 52: 138 late.)
+# ---------------------------------------------------------------------------------------------
+def test_deadline_aware_yields_only_to_a_job_that_would_start_now() -> None:
+    scn = _scenario((1, 100.0, M3), (1, 10.0, M1), (10, 1000.0))
+    expected = [(0.0, 52.0, 0.0), (0.0, 96.0, 86.0), (52.0, 572.0, 0.0)]
+    for rule in ("finish-aware", "deadline-aware"):
+        res = make_policy("fcfs").simulate(scn, admission=rule)
+        assert [(r.start_time, r.finish_time, r.tardiness) for r in res.records] == expected
 
 
 def test_orderings_read_a_snapshot_like_the_simulator() -> None:

@@ -195,6 +195,23 @@ class AnnounceAwareAdmission(FinishAwareAdmission):
         return hold_for_announced(sim, job_id, placement) is None
 
 
+def _left_after(free: tuple[int, ...], placement: Placement) -> list[int]:
+    """The free GPUs per region once ``placement`` takes its GPUs."""
+    left = list(free)
+    for r, g in zip(placement.path, placement.gpus):
+        left[r] -= g
+    return left
+
+
+def _blocks(sim: AdmissionView, job_id: int, free: tuple[int, ...], left: list[int]) -> bool:
+    """Whether a placement that leaves ``left`` of the ``free`` GPUs blocks ``job_id``: some
+    set of regions holds it in GPU memory on ``free``, none on ``left`` (bandwidth aside)."""
+    floors, k_star = sim.memory_floor(job_id), sim.profile(job_id).k_star
+    if largest_feasible_gpus(floors, left, k_star)[0] > 0:
+        return False  # it fits beside: not blocked
+    return largest_feasible_gpus(floors, free, k_star)[0] > 0  # else it blocks nothing
+
+
 def hold_for_announced(sim: AdmissionView, job_id: int, placement: Placement) -> int | None:
     """The first announced job (submission order) that ``job_id`` starting now on
     ``placement`` would block and that should go first by :class:`AnnounceAwareAdmission`'s
@@ -206,20 +223,15 @@ def hold_for_announced(sim: AdmissionView, job_id: int, placement: Placement) ->
     e_j = sim.execution_time(job_id, placement)
     finish_now = now + e_j
     free = sim.free_gpus
-    left = list(free)
-    for r, g in zip(placement.path, placement.gpus):
-        left[r] -= g
+    left = _left_after(free, placement)
     submits = sim.scenario.submit_times
     residual = None
     for a in announced:
         t_a = submits[a]
         if t_a >= finish_now:  # the later ones too: submission order
             break
-        floors, k_star = sim.memory_floor(a), sim.profile(a).k_star
-        if largest_feasible_gpus(floors, left, k_star)[0] > 0:
-            continue  # it fits beside the job: not blocked
-        if largest_feasible_gpus(floors, free, k_star)[0] == 0:
-            continue  # it does not fit now either: the job blocks nothing
+        if not _blocks(sim, a, free, left):
+            continue
         if residual is None:
             residual = sim.residual_rows
         later = sim.placement_on(a, Release(t_a, free, residual))
@@ -281,19 +293,14 @@ def yield_to_deadline(sim: AdmissionView, job_id: int, placement: Placement) -> 
     if now + sim.execution_time(job_id, placement) <= due:
         return None  # it can still make it: no reason to yield
     free = sim.free_gpus
-    left = list(free)
-    for r, g in zip(placement.path, placement.gpus):
-        left[r] -= g
+    left = _left_after(free, placement)
     residual = release = None
     for k in sim.pending:
         due_k = deadlines.get(k)
         if k == job_id or due_k is None or due_k < now:
             continue  # no deadline, or already past it
-        floors, k_star = sim.memory_floor(k), sim.profile(k).k_star
-        if largest_feasible_gpus(floors, left, k_star)[0] > 0:
-            continue  # it fits beside the job: not blocked
-        if largest_feasible_gpus(floors, free, k_star)[0] == 0:
-            continue  # it does not fit now either: the job blocks nothing
+        if not _blocks(sim, k, free, left):
+            continue
         if residual is None:
             residual, release = sim.residual_rows, sim.next_release()
         offered = sim.placement_on(k, Release(now, free, residual))

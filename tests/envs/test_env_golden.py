@@ -117,6 +117,8 @@ def test_golden_episode(tiny_scenario) -> None:
         pending_bkstar_max=7.5e8,
         alpha=0.0,
         time=0.0,
+        ideal_execution=(10 * H, 2 * H),  # E* of A and B (the ideal executions above)
+        due=(math.inf, math.inf),  # no deadlines
     )
     assert info["queue"] is env.queue_snapshot
     assert info["reward_terms"] == RewardTerms(0.0, 0.0, False)

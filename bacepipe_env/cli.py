@@ -637,6 +637,7 @@ _SUFFIXES = {
     "+full": "waits until a job gets its full placement",
     "+finish-aware": "waits when the next GPU release would let a job finish sooner",
     "+announce": "finish-aware that also holds GPUs for an announced job it would block",
+    "+deadline-aware": "finish-aware that also defers a job past hope for a blocked job on time",
     "+srtf": "preempts the longest-remaining job for a pending one with half its time left",
     "+las": "preempts the most-served job for a pending one below 500 GPU-h (size-blind)",
     ELASTIC_SUFFIX: "resizes jobs' data-parallel copies; needs --max-replicas 2+, --model physical",

@@ -12,11 +12,15 @@ beside ordering and placement, applied identically to every policy:
   cluster)``;
 - ``announce-aware``: ``finish-aware``, and also hold the GPUs for an announced job (the
   scenario's ``announce_h`` calendar) that the job would block, when the two jobs' predicted
-  completion times sum lower that way (:class:`AnnounceAwareAdmission`).
+  completion times sum lower that way (:class:`AnnounceAwareAdmission`);
+- ``deadline-aware``: ``finish-aware``, and also defer a job that can no longer meet its
+  deadline (semantics §15) when it would take the GPUs of a pending job that still can
+  (:class:`DeadlineAwareAdmission`).
 
 A declined job stays pending and is offered again after the next event; the scheduling pass
 goes on with the other jobs. Predictions use only what a scheduler knows: the running jobs'
-finish times and resources and the calendar of announced jobs, never an unannounced arrival.
+finish times and resources, the pending jobs' deadlines and the calendar of announced jobs,
+never an unannounced arrival.
 A learned agent that can wait decides admission itself.
 """
 
@@ -36,6 +40,7 @@ __all__ = [
     "AdmissionRule",
     "AdmissionView",
     "AnnounceAwareAdmission",
+    "DeadlineAwareAdmission",
     "FinishAwareAdmission",
     "FullAdmission",
     "GreedyAdmission",
@@ -43,19 +48,24 @@ __all__ = [
     "finish_after_release",
     "hold_for_announced",
     "make_admission",
+    "yield_to_deadline",
 ]
 
 
 class SubmitCalendar(Protocol):
-    """The part of a scenario admission rules read: every job's submit time (seconds)."""
+    """The part of a scenario admission rules read: every job's submit time (seconds) and,
+    for the jobs that have one, when it is due (seconds, semantics §15)."""
 
     @property
     def submit_times(self) -> Mapping[int, float]: ...
+    @property
+    def deadlines(self) -> Mapping[int, float]: ...
 
 
 class AdmissionView(Protocol):
     """What admission rules read of a simulation, and nothing else: the clock, the free GPUs
-    and residual bandwidth, the jobs' profiles, memory floors and submit times, the calendar
+    and residual bandwidth, the pending jobs, the jobs' profiles, memory floors, submit times
+    and deadlines, the calendar
     of announced jobs, and the placement policy's answers and Eq. (2) on any state. The
     simulator implements it (:class:`~bacepipe_env.core.state.SimulationState`)."""
 
@@ -65,6 +75,8 @@ class AdmissionView(Protocol):
     def free_gpus(self) -> tuple[int, ...]: ...
     @property
     def residual_rows(self) -> tuple[tuple[float, ...], ...]: ...
+    @property
+    def pending(self) -> tuple[int, ...]: ...
     @property
     def scenario(self) -> SubmitCalendar: ...
     def profile(self, job_id: int) -> JobProfile: ...
@@ -183,6 +195,23 @@ class AnnounceAwareAdmission(FinishAwareAdmission):
         return hold_for_announced(sim, job_id, placement) is None
 
 
+def _left_after(free: tuple[int, ...], placement: Placement) -> list[int]:
+    """The free GPUs per region once ``placement`` takes its GPUs."""
+    left = list(free)
+    for r, g in zip(placement.path, placement.gpus):
+        left[r] -= g
+    return left
+
+
+def _blocks(sim: AdmissionView, job_id: int, free: tuple[int, ...], left: list[int]) -> bool:
+    """Whether a placement that leaves ``left`` of the ``free`` GPUs blocks ``job_id``: some
+    set of regions holds it in GPU memory on ``free``, none on ``left`` (bandwidth aside)."""
+    floors, k_star = sim.memory_floor(job_id), sim.profile(job_id).k_star
+    if largest_feasible_gpus(floors, left, k_star)[0] > 0:
+        return False  # it fits beside: not blocked
+    return largest_feasible_gpus(floors, free, k_star)[0] > 0  # else it blocks nothing
+
+
 def hold_for_announced(sim: AdmissionView, job_id: int, placement: Placement) -> int | None:
     """The first announced job (submission order) that ``job_id`` starting now on
     ``placement`` would block and that should go first by :class:`AnnounceAwareAdmission`'s
@@ -194,20 +223,15 @@ def hold_for_announced(sim: AdmissionView, job_id: int, placement: Placement) ->
     e_j = sim.execution_time(job_id, placement)
     finish_now = now + e_j
     free = sim.free_gpus
-    left = list(free)
-    for r, g in zip(placement.path, placement.gpus):
-        left[r] -= g
+    left = _left_after(free, placement)
     submits = sim.scenario.submit_times
     residual = None
     for a in announced:
         t_a = submits[a]
         if t_a >= finish_now:  # the later ones too: submission order
             break
-        floors, k_star = sim.memory_floor(a), sim.profile(a).k_star
-        if largest_feasible_gpus(floors, left, k_star)[0] > 0:
-            continue  # it fits beside the job: not blocked
-        if largest_feasible_gpus(floors, free, k_star)[0] == 0:
-            continue  # it does not fit now either: the job blocks nothing
+        if not _blocks(sim, a, free, left):
+            continue
         if residual is None:
             residual = sim.residual_rows
         later = sim.placement_on(a, Release(t_a, free, residual))
@@ -221,18 +245,90 @@ def hold_for_announced(sim: AdmissionView, job_id: int, placement: Placement) ->
     return None
 
 
+class DeadlineAwareAdmission(FinishAwareAdmission):
+    """``finish-aware`` that also defers a job that can no longer meet its deadline while a
+    pending job that still can is waiting for the same GPUs (semantics §15).
+
+    The offered job ``j`` on placement ``p`` at ``t`` = now, ``E_j`` its execution time on
+    ``p``, starts now iff:
+
+    1. ``finish-aware`` starts it (else it waits, as under ``finish-aware``); and
+    2. :func:`yield_to_deadline` finds no job to yield to. ``j`` is *hopeless* when it has a
+       deadline ``d_j`` and ``t + E_j > d_j``; only a hopeless job yields. It yields to the
+       first pending job ``k`` (submission order, ``k`` not ``j``) that has a deadline ``d_k``,
+       that ``j`` blocks (some set of regions holds ``k`` in GPU memory on the GPUs free now,
+       none on the GPUs left once ``j`` takes ``p``;
+       :func:`~bacepipe_env.core.memory.largest_feasible_gpus`, bandwidth aside), that can
+       still make it (the placement policy offers it ``p_k`` on the free GPUs and residual
+       bandwidth of now, and ``t + E_k(p_k) <= d_k``) and that would take the GPUs now:
+       ``finish-aware`` would start it on ``p_k`` (waiting for the next release would not
+       finish it sooner), so the GPUs ``j`` leaves do not stand idle.
+
+    A yielding job stays pending and is offered again after the next event, as any declined
+    job; it waits only while it blocks a job that can still be on time, and that job's
+    chance shrinks as time passes, so no job waits for ever. Deterministic, and it reads only
+    what a scheduler knows (the free GPUs, the running jobs, the pending jobs' deadlines and
+    profiles). A job without a deadline is never hopeless, so without deadlines the rule is
+    ``finish-aware``, decision for decision.
+    """
+
+    name = "deadline-aware"
+
+    def admit(self, sim: AdmissionView, job_id: int, placement: Placement) -> bool:
+        """Whether finish-aware starts the job now and it need not yield to a job on time."""
+        if not super().admit(sim, job_id, placement):
+            return False
+        return yield_to_deadline(sim, job_id, placement) is None
+
+
+def yield_to_deadline(sim: AdmissionView, job_id: int, placement: Placement) -> int | None:
+    """The pending job that ``job_id``, hopeless on ``placement`` now, yields to by
+    :class:`DeadlineAwareAdmission`'s test, or None (no deadline, on time, or it blocks no
+    job that can still make its own)."""
+    deadlines = sim.scenario.deadlines
+    due = deadlines.get(job_id) if deadlines else None
+    if due is None:
+        return None
+    now = sim.time
+    if now + sim.execution_time(job_id, placement) <= due:
+        return None  # it can still make it: no reason to yield
+    free = sim.free_gpus
+    left = _left_after(free, placement)
+    residual = release = None
+    for k in sim.pending:
+        due_k = deadlines.get(k)
+        if k == job_id or due_k is None or due_k < now:
+            continue  # no deadline, or already past it
+        if not _blocks(sim, k, free, left):
+            continue
+        if residual is None:
+            residual, release = sim.residual_rows, sim.next_release()
+        offered = sim.placement_on(k, Release(now, free, residual))
+        if offered is None:
+            continue
+        finish = now + sim.execution_time(k, offered)
+        if finish > due_k:
+            continue  # too late for it as well
+        waited = None if release is None else finish_after_release(sim, k, release)
+        if waited is not None and waited[0] < finish:
+            continue  # finish-aware would hold it for the next release: no use yielding now
+        return k
+    return None
+
+
 #: Admission rule name -> class, in the order the docs list them.
 ADMISSION_RULES: dict[str, type[AdmissionRule]] = {
     "greedy": GreedyAdmission,
     "finish-aware": FinishAwareAdmission,
     "full": FullAdmission,
     "announce-aware": AnnounceAwareAdmission,
+    "deadline-aware": DeadlineAwareAdmission,
 }
 
 
 def make_admission(rule: str | AdmissionRule) -> AdmissionRule:
     """An admission rule by name (``greedy``, ``finish-aware``, ``full``,
-    ``announce-aware``), or the object."""
+    ``announce-aware``, ``deadline-aware``), or the object."""
     if not isinstance(rule, str):
         if not callable(getattr(rule, "admit", None)):
             raise ValidationError("admission", rule, "must have an admit(sim, job, placement)")

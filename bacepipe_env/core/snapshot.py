@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -24,7 +25,7 @@ __all__ = ["VECTOR_MAXIMA_FROM", "QueueSnapshot", "pending_count", "pending_maxi
 
 #: The snapshot's own per-candidate fields; the job fields' (``JobField.snapshot``, such as
 #: ``submit_time``) join them (the only ones a copy could need to copy).
-_SEQUENCES = ("job_ids", "single_gpu_exec", "min_bandwidth_kstar")
+_SEQUENCES = ("job_ids", "single_gpu_exec", "min_bandwidth_kstar", "ideal_execution", "due")
 
 
 def _sequences() -> tuple[str, ...]:
@@ -49,6 +50,10 @@ class QueueSnapshot:
     pending_bkstar_max: float  # max b(K*) over the pending queue, bytes/s
     alpha: float  # Eq. (11) now
     time: float  # s
+    # E* of each candidate (its isolated run time as the scheduler estimates it), s; and when
+    # it is due (semantics §15), s, inf without a deadline. Empty in a snapshot built by hand.
+    ideal_execution: tuple[float, ...] = ()
+    due: tuple[float, ...] = ()
 
     def __len__(self) -> int:
         return len(self.job_ids)
@@ -72,6 +77,8 @@ class QueueSnapshot:
         """The snapshot of ``candidates`` (job ids) on ``view``'s state."""
         profiles = [view.profile(j) for j in candidates]
         e_max, b_max = pending_maxima(view)
+        scenario = getattr(view, "scenario", None)
+        deadlines = {} if scenario is None else scenario.deadlines
         mine, extra = split_declared(cls, snapshot_values(p.job for p in profiles))
         snapshot = cls(
             job_ids=tuple(candidates),
@@ -81,6 +88,8 @@ class QueueSnapshot:
             pending_bkstar_max=b_max,
             alpha=view.network_utilization,
             time=view.time,
+            ideal_execution=tuple([p.ideal_execution for p in profiles]),
+            due=tuple([deadlines.get(j, math.inf) for j in candidates]),
             **mine,
         )
         return attach(snapshot, extra) if extra else snapshot

@@ -28,6 +28,7 @@ from ..plugins import after_each_plugin, load_plugins
 from .bace_pipe import PathfinderPlacement, PriorityOrdering
 from .base import FCFSOrdering, Policy
 from .baselines import PLACEMENT_RULES, RandomOrdering, RulePlacement, SJFOrdering
+from .deadline import EDFOrdering, EDFTriageOrdering, LSFOrdering
 from .oracle import OraclePolicy, StaticOrdering
 from .rollout import PREFIX as ROLLOUT_PREFIX
 from .rollout import (
@@ -73,6 +74,9 @@ ORDERINGS: dict[str, OrderingFactory] = {
     "fcfs": lambda seed: FCFSOrdering(),
     "sjf": lambda seed: SJFOrdering(),
     "random": lambda seed: RandomOrdering(seed),
+    "edf": lambda seed: EDFOrdering(),
+    "lsf": lambda seed: LSFOrdering(),
+    "edf-triage": lambda seed: EDFTriageOrdering(),
 }
 
 
@@ -239,6 +243,78 @@ _POLICIES = [
         "pathfinder",
         admission="announce-aware",
         preemption="srtf",
+    ),
+    # Deadline heuristics (semantics §15): with no deadlines each orders as FCFS.
+    PolicyInfo(
+        "edf",
+        "Earliest deadline first (no deadline last) + BACE-Pipe placement",
+        "edf",
+        "pathfinder",
+    ),
+    PolicyInfo(
+        "edf+finish-aware",
+        "EDF that waits when the next release would let a job finish sooner",
+        "edf",
+        "pathfinder",
+        admission="finish-aware",
+    ),
+    PolicyInfo(
+        "edf+deadline-aware",
+        "edf+finish-aware that also defers a job past hope for a blocked job still on time",
+        "edf",
+        "pathfinder",
+        admission="deadline-aware",
+    ),
+    PolicyInfo(
+        "edf+srtf",
+        "EDF that preempts as sjf+srtf does",
+        "edf",
+        "pathfinder",
+        preemption="srtf",
+    ),
+    PolicyInfo(
+        "lsf", "Least slack first (deadline - now - E*) + BACE-Pipe placement", "lsf", "pathfinder"
+    ),
+    PolicyInfo(
+        "lsf+finish-aware",
+        "LSF that waits when the next release would let a job finish sooner",
+        "lsf",
+        "pathfinder",
+        admission="finish-aware",
+    ),
+    PolicyInfo(
+        "edf-triage",
+        "EDF among jobs that can still make it, the hopeless ones last by SJF",
+        "edf-triage",
+        "pathfinder",
+    ),
+    PolicyInfo(
+        "edf-triage+finish-aware",
+        "edf-triage that waits when the next release would let a job finish sooner",
+        "edf-triage",
+        "pathfinder",
+        admission="finish-aware",
+    ),
+    PolicyInfo(
+        "edf-triage+deadline-aware",
+        "edf-triage+finish-aware that also defers a job past hope for a blocked job on time",
+        "edf-triage",
+        "pathfinder",
+        admission="deadline-aware",
+    ),
+    PolicyInfo(
+        "edf-triage+srtf",
+        "edf-triage that preempts as sjf+srtf does",
+        "edf-triage",
+        "pathfinder",
+        preemption="srtf",
+    ),
+    PolicyInfo(
+        "sjf+deadline-aware",
+        "sjf+finish-aware that also defers a job past hope for a blocked job still on time",
+        "sjf",
+        "pathfinder",
+        admission="deadline-aware",
     ),
     PolicyInfo(
         "oracle",

@@ -329,8 +329,9 @@ def test_full_gpus_is_k_star_when_the_idle_cluster_offers_nothing() -> None:
 # make_admission, scenario and simulator plumbing
 # ---------------------------------------------------------------------------------------------
 def test_make_admission_by_name() -> None:
-    # announce-aware (tests/core/test_admission_announce.py) comes after the three rules here
-    assert list(ADMISSION_RULES) == [*RULES, "announce-aware"]
+    # announce-aware (tests/core/test_admission_announce.py) and deadline-aware
+    # (tests/core/test_admission_deadline.py) come after the three rules here
+    assert list(ADMISSION_RULES) == [*RULES, "announce-aware", "deadline-aware"]
     assert isinstance(make_admission("greedy"), GreedyAdmission)
     assert isinstance(make_admission("finish-aware"), FinishAwareAdmission)
     assert isinstance(make_admission("full"), FullAdmission)

@@ -29,6 +29,7 @@ Playing slot 0 every step: A at 0 (ends 13 h), B at 0 (ends 2 h), C waits from 1
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -117,6 +118,8 @@ def test_golden_episode(tiny_scenario) -> None:
         pending_bkstar_max=7.5e8,
         alpha=0.0,
         time=0.0,
+        ideal_execution=(10 * H, 2 * H),  # E* of A and B (the ideal executions above)
+        due=(math.inf, math.inf),  # no deadlines
     )
     assert info["queue"] is env.queue_snapshot
     assert info["reward_terms"] == RewardTerms(0.0, 0.0, False)
@@ -163,7 +166,11 @@ def test_golden_episode(tiny_scenario) -> None:
             "action_mask": np.array([1, 0, 0], dtype=np.int8),
         },
     )
-    assert info["queue"] == QueueSnapshot((3,), (8 * H,), (5e8,), (H,), 8 * H, 5e8, ALPHA, 2 * H)
+    c_queue = QueueSnapshot((3,), (8 * H,), (5e8,), (H,), 8 * H, 5e8, ALPHA, 2 * H)
+    # E* of C = 5.5 h (its ideal execution above); no deadline
+    assert info["queue"] == dataclasses.replace(
+        c_queue, ideal_execution=(5.5 * H,), due=(math.inf,)
+    )
     rewards.append(reward)
 
     # ---- step 3: C starts on X:1 at 2 h; nothing is left to decide: C ends at 10 h, A at 13 h.

@@ -94,6 +94,30 @@ def ref_sjf(sim: Simulator, cands: Sequence[int]) -> int:
     return cands[e1.index(min(e1))]  # index() finds the first, i.e. the earliest submission
 
 
+def _dues(sim: Simulator, cands: Sequence[int]) -> list[float]:
+    deadlines = sim.scenario.deadlines
+    return [deadlines[j] if j in deadlines else float("inf") for j in cands]
+
+
+def ref_edf(sim: Simulator, cands: Sequence[int]) -> int:
+    dues = _dues(sim, cands)
+    return cands[dues.index(min(dues))]  # the first of equal deadlines: the earliest submitted
+
+
+def ref_lsf(sim: Simulator, cands: Sequence[int]) -> int:
+    starts = [d - sim.profile(j).ideal_execution for j, d in zip(cands, _dues(sim, cands))]
+    return cands[starts.index(min(starts))]
+
+
+def ref_edf_triage(sim: Simulator, cands: Sequence[int]) -> int:
+    dues = dict(zip(cands, _dues(sim, cands)))
+    on_time = [j for j in cands if sim.time + sim.profile(j).ideal_execution <= dues[j]]
+    if on_time:
+        return ref_edf(sim, on_time)
+    free = [j for j in cands if dues[j] == float("inf")]
+    return free[0] if free else ref_sjf(sim, cands)
+
+
 def ref_pathfinder(sim: Simulator, j: int) -> Placement | None:
     free, price, bw, prof = _state(sim, j)
     return _placement(*pathfinder(free, price, bw, prof.k_star, prof.activation_bytes, prof.t_comp))
@@ -217,6 +241,18 @@ REFERENCES: dict[str, tuple[Callable | None, Callable]] = {
     # holds for the calendar, none here: these scenarios have none)
     "sjf+announce": (ref_sjf, ref_pathfinder),
     "sjf+announce+srtf": (ref_sjf, ref_pathfinder),
+    # deadline heuristics (semantics §15; the last scenarios have deadlines)
+    "edf": (ref_edf, ref_pathfinder),
+    "edf+finish-aware": (ref_edf, ref_pathfinder),
+    "edf+deadline-aware": (ref_edf, ref_pathfinder),
+    "edf+srtf": (ref_edf, ref_pathfinder),
+    "lsf": (ref_lsf, ref_pathfinder),
+    "lsf+finish-aware": (ref_lsf, ref_pathfinder),
+    "edf-triage": (ref_edf_triage, ref_pathfinder),
+    "edf-triage+finish-aware": (ref_edf_triage, ref_pathfinder),
+    "edf-triage+deadline-aware": (ref_edf_triage, ref_pathfinder),
+    "edf-triage+srtf": (ref_edf_triage, ref_pathfinder),
+    "sjf+deadline-aware": (ref_sjf, ref_pathfinder),
 }
 
 
@@ -228,6 +264,9 @@ def _scenarios():
     out += [load_scenario("paper", seed=5, gpu_scale=0.5, n_jobs=12, bandwidth_scale=1.5)]
     out += [synthetic_scenario(5, 10, seed=s, arrival_rate_per_h=2.0) for s in (1, 2)]
     out += [synthetic_scenario(6, 10, seed=3)]
+    out += [
+        load_scenario("online", seed=s, n_jobs=24, deadline_slack="uniform:0.8,2") for s in (1, 2)
+    ]
     return out
 
 

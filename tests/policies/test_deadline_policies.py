@@ -12,12 +12,8 @@ runs at a time, so a schedule is an order. Memory floors are 1 GPU.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from bacepipe_env.core import Cluster, Job, ModelSpec, Region, Scenario, TrainingConstants
 from bacepipe_env.core.snapshot import QueueSnapshot
@@ -233,26 +229,3 @@ def test_an_env_agent_plays_the_simulators_run_with_deadlines(name: str) -> None
     assert info["episode_miss_rate"] == expected.miss_rate
     fcfs = make_policy("fcfs").simulate(scn)
     assert [r.start_time for r in expected.records] != [r.start_time for r in fcfs.records]
-
-
-@st.composite
-def worlds(draw: st.DrawFn) -> dict[str, Any]:
-    low = draw(st.floats(0.3, 3.0))
-    return {
-        "seed": draw(st.integers(0, 2**16)),
-        "n_jobs": draw(st.integers(2, 25)),
-        "load": draw(st.floats(0.2, 1.5)),
-        "deadline_slack": f"uniform:{low:g},{low + draw(st.floats(0.0, 2.0)):g}",
-        "policy": draw(st.sampled_from(NEW)),
-    }
-
-
-@given(worlds())
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_every_run_finishes_and_its_miss_rate_is_a_share(world: dict[str, Any]) -> None:
-    policy = world.pop("policy")
-    scn = load_scenario("online", **world)
-    result = make_policy(policy).simulate(scn)
-    assert sorted(r.job_id for r in result.records) == sorted(j.job_id for j in scn.jobs)
-    assert 0.0 <= result.miss_rate <= 1.0
-    assert result.total_tardiness >= 0.0

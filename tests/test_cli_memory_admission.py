@@ -293,7 +293,7 @@ def test_unknown_admission_flag(
     assert main([*_argv(command, "paper", tmp_path / "out"), "--admission", "eager"]) == 2
     line = _one_error_line(capsys)
     assert line == "bacepipe: error: --admission: choose from: greedy, finish-aware, full, " + (
-        "announce-aware (got 'eager')"
+        "announce-aware, deadline-aware (got 'eager')"
     )
     assert not (tmp_path / "out").exists()
 
@@ -346,8 +346,8 @@ BAD_FILES = {
     ),
     "unknown-admission": (
         _paper(admission="eager"),
-        "admission: unknown rule; choose from: greedy, finish-aware, full, announce-aware "
-        "(got 'eager')",
+        "admission: unknown rule; choose from: greedy, finish-aware, full, announce-aware, "
+        "deadline-aware (got 'eager')",
     ),
     "ignore-memory-string": (
         _paper(ignore_memory="yes"),

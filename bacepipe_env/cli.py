@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
-import io
 import json
 import os
 import signal
@@ -41,7 +39,7 @@ from .experiments.online import run_online
 from .experiments.progress import Progress
 from .experiments.reproduce import CLAIMS, run_reproduce, verdict
 from .experiments.runner import RayBackend, default_workers
-from .experiments.summary import format_run
+from .experiments.summary import format_run, write_csv
 from .learned import (
     INSTALL_HINT,
     PRETRAINED,
@@ -168,19 +166,9 @@ def _simulate(args: argparse.Namespace) -> int:
         # the run's figures are finite
         _write_json(args.json, json.dumps(payload, indent=2, allow_nan=False))
     if args.csv is not None:
-        _write_attempts_csv(args.csv, attempt_rows(result, names))
+        write_csv(args.csv, attempt_rows(result, names), field="--csv")
+        print(f"\nwrote {args.csv}")
     return 0
-
-
-def _write_attempts_csv(path: str, rows: list[dict[str, Any]]) -> None:
-    """The attempts' rows (:func:`~bacepipe_env.core.records.attempt_rows`) as CSV at
-    ``path``, whole or not at all, with a one-line error naming ``--csv``."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    outputs.write_text(path, buffer.getvalue(), field="--csv")
-    print(f"\nwrote {path}")
 
 
 def _check_copies(args: argparse.Namespace, own: str | None, scenario: Any) -> None:

@@ -14,6 +14,7 @@ value, not per-example state.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -134,6 +135,23 @@ def tensorboard_plugin():  # type: ignore[no-untyped-def]
     """:func:`_tensorboard_plugin`, shared by the experiments' and the training's TensorBoard
     tests: ``tensorboard_plugin(logdir, "hparams", "/session_groups")``."""
     return _tensorboard_plugin
+
+
+def _bacepipe_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bacepipe_env", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="session")
+def bacepipe_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``run(*argv, cwd=folder)``: ``python -m bacepipe_env *argv`` in a fresh process from
+    ``folder``, its exit status and both streams captured as text (120 s at most)."""
+    return _bacepipe_cli
 
 
 _BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"

@@ -8,9 +8,8 @@ import csv
 import json
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,16 +150,6 @@ def test_an_execution_flag_keeps_its_check(
 
 
 # ------------------------------------------------------------------------------ did you mean
-def _bacepipe(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bacepipe_env", *argv],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 @pytest.mark.parametrize(
     ("argv", "line"),
     [
@@ -181,8 +170,10 @@ def _bacepipe(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         ),
     ],
 )
-def test_a_close_name_is_suggested_in_one_line(argv: list[str], line: str, tmp_path: Path) -> None:
-    proc = _bacepipe(*argv, cwd=tmp_path)
+def test_a_close_name_is_suggested_in_one_line(
+    argv: list[str], line: str, tmp_path: Path, bacepipe_cli: Any
+) -> None:
+    proc = bacepipe_cli(*argv, cwd=tmp_path)
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", line + "\n")
     assert list(tmp_path.iterdir()) == []  # nothing ran
 

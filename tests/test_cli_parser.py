@@ -23,16 +23,6 @@ FIG1 = "bacepipe_env/GeoPipe-Fig1-v2"
 EVAL = ["evaluate", "--env-id", FIG1, "--policies", "sjf", "--episodes", "1", "--first-seed", "0"]
 
 
-def _bacepipe(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bacepipe_env", *argv],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
 def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
     captured = capsys.readouterr()
     (line,) = captured.err.splitlines()
@@ -270,11 +260,11 @@ def test_a_misspelt_suffix_is_matched_against_the_suffixes(
     ],
 )
 def test_two_outputs_to_one_path_are_one_line(
-    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bacepipe_cli: Any
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sub").mkdir()
-    proc = _bacepipe(*argv, cwd=tmp_path)
+    proc = bacepipe_cli(*argv, cwd=tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("bacepipe: error: --plot: --json writes that file too: ")
     assert len(proc.stderr.splitlines()) == 1

@@ -187,9 +187,12 @@ def format_table(stats: Sequence[PolicyStats], reference: str) -> str:
     return "\n".join(lines)
 
 
-def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+def write_csv(
+    path: str | Path, rows: Sequence[dict[str, Any]], *, field: str | None = None
+) -> None:
     """Write dict rows to ``path`` (columns: union of keys, first-seen order), whole or not
-    at all (:func:`bacepipe_env.outputs.write_text`)."""
+    at all (:func:`bacepipe_env.outputs.write_text`; a path it cannot write is one line
+    naming ``field``)."""
     columns: list[str] = []
     for row in rows:
         columns += [k for k in row if k not in columns]
@@ -197,7 +200,7 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     writer = csv.DictWriter(buffer, fieldnames=columns)
     writer.writeheader()
     writer.writerows(rows)
-    write_text(path, buffer.getvalue())
+    write_text(path, buffer.getvalue(), field=field)
 
 
 def write_json(path: Path, payload: Any) -> None:

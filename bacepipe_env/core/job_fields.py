@@ -22,6 +22,7 @@ public constructors. The observation's columns are read once, when
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -262,7 +263,10 @@ def check_job_fields(job: Any, where: str) -> None:
 
 
 @cache
+@functools.cache
 def _declared(cls: type) -> frozenset[str]:
+    """The field names ``cls`` (a dataclass) declares, worked out once per class: the queue
+    snapshot asks at every decision."""
     return frozenset(f.name for f in dataclasses.fields(cls))
 
 

@@ -38,8 +38,8 @@ def test_policies_lists_every_suffix_with_its_rule_and_bases(
     assert list(family) == [f"<base>{s}" for s in policy_suffixes()]
     assert {"<base>+srtf", "<base>+las", "<base>+elastic"} <= set(family)
     assert (
-        "(preemption srtf; base: sjf, sjf+finish-aware, bace-pipe, sjf+announce, edf, edf-triage)"
-        in (family["<base>+srtf"])
+        "(preemption srtf; base: sjf, sjf+finish-aware, bace-pipe, sjf+announce, edf, "
+        "edf-triage, edf+deadline-plan)" in (family["<base>+srtf"])
     )
     assert "(preemption las; base: sjf, sjf+finish-aware)" in family["<base>+las"]
     assert "(elasticity greedy; base: any heuristic)" in family["<base>+elastic"]

@@ -293,7 +293,7 @@ def test_unknown_admission_flag(
     assert main([*_argv(command, "paper", tmp_path / "out"), "--admission", "eager"]) == 2
     line = _one_error_line(capsys)
     assert line == "bacepipe: error: --admission: choose from: greedy, finish-aware, full, " + (
-        "announce-aware, deadline-aware (got 'eager')"
+        "announce-aware, deadline-aware, deadline-plan (got 'eager')"
     )
     assert not (tmp_path / "out").exists()
 
@@ -347,7 +347,7 @@ BAD_FILES = {
     "unknown-admission": (
         _paper(admission="eager"),
         "admission: unknown rule; choose from: greedy, finish-aware, full, announce-aware, "
-        "deadline-aware (got 'eager')",
+        "deadline-aware, deadline-plan (got 'eager')",
     ),
     "ignore-memory-string": (
         _paper(ignore_memory="yes"),

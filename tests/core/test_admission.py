@@ -331,7 +331,7 @@ def test_full_gpus_is_k_star_when_the_idle_cluster_offers_nothing() -> None:
 def test_make_admission_by_name() -> None:
     # announce-aware (tests/core/test_admission_announce.py) and deadline-aware
     # (tests/core/test_admission_deadline.py) come after the three rules here
-    assert list(ADMISSION_RULES) == [*RULES, "announce-aware", "deadline-aware"]
+    assert list(ADMISSION_RULES) == [*RULES, "announce-aware", "deadline-aware", "deadline-plan"]
     assert isinstance(make_admission("greedy"), GreedyAdmission)
     assert isinstance(make_admission("finish-aware"), FinishAwareAdmission)
     assert isinstance(make_admission("full"), FullAdmission)

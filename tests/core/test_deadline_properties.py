@@ -25,6 +25,8 @@ POLICIES = [
     "lsf+finish-aware",
     "edf-triage+finish-aware",
     "edf-triage+srtf",
+    "edf+deadline-plan",
+    "edf+deadline-plan+srtf",
 ]
 
 

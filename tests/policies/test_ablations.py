@@ -253,6 +253,10 @@ REFERENCES: dict[str, tuple[Callable | None, Callable]] = {
     "edf-triage+deadline-aware": (ref_edf_triage, ref_pathfinder),
     "edf-triage+srtf": (ref_edf_triage, ref_pathfinder),
     "sjf+deadline-aware": (ref_sjf, ref_pathfinder),
+    "edf+deadline-plan": (ref_edf, ref_pathfinder),
+    "lsf+deadline-plan": (ref_lsf, ref_pathfinder),
+    "edf-triage+deadline-plan": (ref_edf_triage, ref_pathfinder),
+    "edf+deadline-plan+srtf": (ref_edf, ref_pathfinder),
 }
 
 

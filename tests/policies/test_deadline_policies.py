@@ -41,6 +41,10 @@ NEW = [
     "edf-triage+deadline-aware",
     "edf-triage+srtf",
     "sjf+deadline-aware",
+    "edf+deadline-plan",
+    "lsf+deadline-plan",
+    "edf-triage+deadline-plan",
+    "edf+deadline-plan+srtf",
 ]
 
 
@@ -143,6 +147,36 @@ def test_deadline_aware_yields_only_to_a_job_that_would_start_now() -> None:
         assert [(r.start_time, r.finish_time, r.tardiness) for r in res.records] == expected
 
 
+# ---------------------------------------------------------------------------------------------
+# deadline-plan: hold a job whose start now would make a blocked job miss, by the plan.
+#   t_iter(3) = 52 for M3 on 3 GPUs; M1 (K* = 1) on 1 GPU: 96 s an iteration.
+#   A: M3, 1 iteration, due 100: 3 GPUs, 0-52 (nothing runs: it starts).
+#   K: M4, 10 iterations, due 540: offered the 1 GPU left, 0 + 960 > 52 + 480 = 532 (4 GPUs
+#     after A's release): finish-aware holds it.
+#   J: M1, 10 iterations (E = E* = 960 on 1 GPU), due 5000: finish-aware starts it on the last
+#     GPU (0 + 960 < 52 + 960). Then K gets 3 GPUs at 52: 52 + 10 * 52 = 572, 32 s late.
+#   deadline-plan at J's offer (pooled GPUs; releases: A's 3 at 52):
+#     start now: J holds 1 GPU 0-960; K (4 GPUs, 480 s) fits only from 960: 1440 > 540, a
+#       miss, 900 s late: (1 miss, 900 s);
+#     hold: J ready at 52. EDF: K from 52 (4 GPUs) to 532 <= 540; J (1 GPU) from 532 to
+#       1492 <= 5000: (0 misses, 0 s). J waits.
+#   At 52 K starts on the 4 GPUs (nothing runs: no plan), 52-532; J 532-1492. No miss.
+# ---------------------------------------------------------------------------------------------
+def test_deadline_plan_holds_a_job_that_would_make_another_miss() -> None:
+    scn = _scenario((1, 100.0, M3), (10, 540.0), (10, 5000.0, M1))
+    assert _run(scn, "edf+finish-aware") == [
+        (0.0, 52.0, 0.0),
+        (52.0, 572.0, 32.0),
+        (0.0, 960.0, 0.0),
+    ]
+    planned = [(0.0, 52.0, 0.0), (52.0, 532.0, 0.0), (532.0, 1492.0, 0.0)]
+    assert _run(scn, "edf+deadline-plan") == planned
+    assert make_policy("edf+deadline-plan").simulate(scn).miss_rate == 0.0
+    # K without a deadline: nothing to protect, and the rule is finish-aware
+    free = _scenario((1, 100.0, M3), (10, None), (10, 5000.0, M1))
+    assert _run(free, "edf+deadline-plan") == _run(free, "edf+finish-aware")
+
+
 def test_orderings_read_a_snapshot_like_the_simulator() -> None:
     """``pick`` on a hand-built snapshot: due 10 / 400 / 550, E* 48 / 480 / 96 at t = 0."""
     queue = QueueSnapshot(
@@ -180,6 +214,9 @@ BASES = {
     "edf-triage+deadline-aware": ("fcfs", {"admission": "finish-aware"}),
     "sjf+deadline-aware": ("sjf", {"admission": "finish-aware"}),
     "edf+srtf": ("fcfs", {"preemption": "srtf"}),
+    "edf+deadline-plan": ("fcfs", {"admission": "finish-aware"}),
+    "lsf+deadline-plan": ("fcfs", {"admission": "finish-aware"}),
+    "edf+deadline-plan+srtf": ("fcfs", {"admission": "finish-aware", "preemption": "srtf"}),
 }
 
 
@@ -206,11 +243,14 @@ def test_registered_and_composable() -> None:
     assert {"edf", "edf-triage"} <= set(suffixes["+srtf"])
     assert {"edf", "lsf", "edf-triage"} <= set(suffixes["+finish-aware"])
     assert {"sjf", "edf", "edf-triage"} <= set(suffixes["+deadline-aware"])
+    assert {"edf", "lsf", "edf-triage"} <= set(suffixes["+deadline-plan"])
+    assert policy_info("edf+deadline-plan+srtf").admission == "deadline-plan"
     assert policy_info("lsf+elastic").elasticity == "greedy"  # +elastic follows any heuristic
 
 
 @pytest.mark.parametrize(
-    "name", ["edf", "lsf+finish-aware", "edf-triage+deadline-aware", "edf+srtf"]
+    "name",
+    ["edf", "lsf+finish-aware", "edf-triage+deadline-aware", "edf+srtf", "edf+deadline-plan"],
 )
 def test_an_env_agent_plays_the_simulators_run_with_deadlines(name: str) -> None:
     """40 online jobs due at U[1.0, 1.6] x E*: a window of 64 covers the queue, so the agent

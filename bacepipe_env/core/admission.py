@@ -53,6 +53,7 @@ __all__ = [
     "finish_after_release",
     "hold_for_announced",
     "make_admission",
+    "plan_outlook",
     "plan_start_or_hold",
     "yield_to_deadline",
 ]
@@ -93,6 +94,9 @@ class AdmissionView(Protocol):
     def full_gpus(self, job_id: int) -> int: ...
     def announced(self) -> tuple[int, ...]: ...
     def running_placements(self) -> list[tuple[Placement, float]]: ...
+    @property
+    def running(self) -> tuple[int, ...]: ...
+    def job_state(self, job_id: int) -> tuple[float, Placement | None, float | None]: ...
 
 
 class AdmissionRule(Protocol):
@@ -349,6 +353,13 @@ class DeadlinePlanAdmission(FinishAwareAdmission):
             return False
         return plan_start_or_hold(sim, job_id, placement)
 
+    def resize_hurts(self, before: AdmissionView, after: AdmissionView) -> bool:
+        """Whether a resize of a running job (``after``: the simulation once it is made)
+        makes the plan of the pending and announced jobs, and the running jobs' own lateness,
+        worse in (misses, tardiness): the elasticity rule then leaves the job as it is, so
+        that a grow never takes the GPUs the plan keeps for a job's deadline."""
+        return plan_outlook(after) > plan_outlook(before)
+
 
 def _plan_job(sim: AdmissionView, job_id: int, ready: float, due: float, rank: float) -> PlanJob:
     """What ``job_id`` needs in a reservation plan: ``full_gpus`` GPUs for its isolated run
@@ -356,6 +367,36 @@ def _plan_job(sim: AdmissionView, job_id: int, ready: float, due: float, rank: f
     prof = sim.profile(job_id)
     g = sim.full_gpus(job_id)
     return PlanJob(job_id, ready, g, prof.ideal_execution * prof.k_star / g, due, rank)
+
+
+def _waiting(sim: AdmissionView, skip: int | None = None) -> list[PlanJob]:
+    """The pending and announced jobs (but ``skip``) as a plan reserves them."""
+    deadlines, now = sim.scenario.deadlines, sim.time
+    submits = sim.scenario.submit_times
+    inf = float("inf")
+    return [
+        _plan_job(sim, k, max(now, submits[k]), deadlines.get(k, inf), submits[k])
+        for k in (*sim.pending, *sim.announced())
+        if k != skip
+    ]
+
+
+def plan_outlook(sim: AdmissionView) -> tuple[int, float]:
+    """``(misses, tardiness in s)`` the reservation plan predicts from ``sim``'s state: the
+    running jobs' by their predicted finishes, the pending and announced jobs' by a plan on
+    the GPUs free now and the running jobs' releases."""
+    deadlines, now = sim.scenario.deadlines, sim.time
+    if not deadlines:
+        return 0, 0.0
+    running = sim.running_placements()
+    misses, tardiness, _ = plan_lateness(
+        FreeProfile(now, sum(sim.free_gpus), [(f, p.n_gpus) for p, f in running]), _waiting(sim)
+    )
+    for job_id, (_, _, finish) in ((j, sim.job_state(j)) for j in sim.running):
+        due = deadlines.get(job_id)
+        if due is not None and finish is not None and finish > due:
+            misses, tardiness = misses + 1, tardiness + finish - due
+    return misses, tardiness
 
 
 def plan_start_or_hold(sim: AdmissionView, job_id: int, placement: Placement) -> bool:
@@ -367,11 +408,7 @@ def plan_start_or_hold(sim: AdmissionView, job_id: int, placement: Placement) ->
         return True
     inf, now = float("inf"), sim.time
     submits = sim.scenario.submit_times
-    others = [
-        _plan_job(sim, k, max(now, submits[k]), deadlines.get(k, inf), submits[k])
-        for k in (*sim.pending, *sim.announced())
-        if k != job_id
-    ]
+    others = _waiting(sim, skip=job_id)
     running = [(finish, p.n_gpus) for p, finish in sim.running_placements()]
     free = sum(sim.free_gpus)
     due = deadlines.get(job_id, inf)

@@ -315,8 +315,12 @@ class ReplicaReads:
         placement policy offers a pending job now or at the next GPU release (it takes GPUs
         or bandwidth that job could start on, now or when it would start by ``finish-aware``'s
         model of the future). Worked out on a copy of the simulation that makes the resize;
-        jobs of one shape get one answer, so each shape is asked once."""
-        if not self._queue.pending:
+        jobs of one shape get one answer, so each shape is asked once. An admission rule that
+        plans ahead (``resize_hurts``, as ``deadline-plan``) also vetoes a resize that makes
+        its plan worse, the announced jobs' deadlines included."""
+        # an admission rule that plans ahead (the state's) may veto a resize
+        hurts = getattr(getattr(self, "admission", None), "resize_hurts", None)
+        if not self._queue.pending and hurts is None:
             return False
         trial = self.clone()  # type: ignore[attr-defined]  # an exact continuation
         trial.resize(job_id, replicas)
@@ -340,7 +344,7 @@ class ReplicaReads:
                 p = self.placement_on(j, here)
                 if p is not None and trial.placement_on(j, there) != p:
                     return True
-        return False
+        return hurts is not None and bool(hurts(self, trial))
 
     def resize(self, job_id: int, replicas: int) -> Placement:
         """Run running job ``job_id`` on ``replicas`` data-parallel copies of its pipeline from

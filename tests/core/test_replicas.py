@@ -313,3 +313,29 @@ def test_every_registered_heuristic_composes_with_the_elastic_rule() -> None:
         make_policy("nope+elastic")
     scn = _scenario([("R0", 4, 0.1)], [{"max_replicas": 2}, {"submit_h": 1.0}])
     assert make_policy("sjf+finish-aware+srtf+elastic").simulate(scn).n_resizes >= 1
+
+
+def test_a_planning_admission_rule_vetoes_a_grow_that_makes_a_deadline_miss() -> None:
+    """The grow test's J1, and J2 (one copy, 2 GPUs, E = 4700 s) announced 1 h ahead, submitted
+    at 0.3 h = 1080 s and due at 1080 + 4700 + 200 = 5980 s (1.66111... h).
+
+    At J1's wake-up (900 s) a second copy would gain 552.77 s, and no job is pending, so
+    ``finish-aware`` lets it grow: J1 holds R0's 4 GPUs until 4760 - 28800 / 47 = 4147.23 s,
+    and J2 cannot start before 4147 s (5780 s at the earliest would need a start by 1280 s):
+    it misses. ``deadline-plan`` plans J2 (ready 1080 s, 2 GPUs for 4700 s) before the grow:
+    on the 2 free GPUs, 1080-5780 s, on time; after it: from 4147.23 s, 8847.23 s > 5980 s, a
+    miss. The plan is worse, so J1 keeps one copy (finishing at 4700 s) and J2 starts at its
+    submission: 1080-5780 s, on time."""
+    due_h = (1080 + 4700 + 200) / 3600
+    scn = _scenario(
+        [("R0", 4, 0.1)],
+        [{"max_replicas": 2}, {"submit_h": 0.3, "deadline_h": due_h}],
+        elasticity="greedy",
+        announce_h=1.0,
+    )
+    greedy = make_policy("edf").simulate(scn, admission="finish-aware")
+    assert greedy.records[0].resizes >= 1 and greedy.records[1].missed
+    planned = make_policy("edf").simulate(scn, admission="deadline-plan")
+    j1, j2 = planned.records
+    assert j1.resizes == 0 and j1.finish_time == 4700.0
+    assert (j2.start_time, j2.finish_time, j2.missed) == (1080.0, 5780.0, False)

@@ -324,8 +324,10 @@ class RolloutPlanner:
         self.planned += 1
         seed = None if self.settings.clairvoyant else (self.seed * 1_000_003 + self.planned) % 2**31
         known = self._continued(sim)
+        # a sampled lookahead's N futures, drawn once for every action of the decision
+        futures = self.futures(sim, rule, seed) if self.settings.draws else None
         scores = [
-            known if i == 0 and known is not None else self.score(sim, a, rule, seed)
+            known if i == 0 and known is not None else self.score(sim, a, rule, seed, futures)
             for i, a in enumerate(actions)
         ]
         i = min(range(len(actions)), key=scores.__getitem__)
@@ -347,32 +349,43 @@ class RolloutPlanner:
             return last[1]
         return None
 
+    def futures(self, sim: Simulator, rule: PreemptionRule, seed: int) -> list[Simulator]:
+        """A ``sampled:N`` lookahead's N forks of ``sim`` before any action
+        (:func:`~bacepipe_env.core.sampling.sampled_clone`): draw ``i`` takes its arrivals
+        and its failures from ``SeedSequence([seed, i])`` alone."""
+        out = []
+        for i in range(self.settings.draws):
+            arrivals, failures = np.random.SeedSequence([seed, i]).spawn(2)
+            fail_seed = int(failures.generate_state(1)[0]) % 2**31
+            rng = np.random.default_rng(arrivals)
+            out.append(sampled_clone(sim, rng, seed=fail_seed, preemption=rule))
+        return out
+
     def score(
-        self, sim: Simulator, action: Action, rule: PreemptionRule, seed: int | None
+        self,
+        sim: Simulator,
+        action: Action,
+        rule: PreemptionRule,
+        seed: int | None,
+        futures: Sequence[Simulator] | None = None,
     ) -> tuple[float, ...]:
         """The objective of the fork that plays ``action`` now and the base after it; with
-        ``sampled:N``, the element-wise mean of N forks' objectives, whose draws come from
-        ``seed`` alone (the same N futures for every action scored with it)."""
-        n = self.settings.draws
-        if not n:
-            return self._play(
-                sim.clone(self.settings.lookahead, seed=seed, preemption=rule), action
-            )
-        assert seed is not None
+        ``sampled:N``, the element-wise mean of the objectives of a copy of each of the N
+        ``futures`` (default: :meth:`futures` of ``seed``) that plays it: every action of a
+        decision is scored on the same N futures (common random numbers)."""
+        if not self.settings.draws:
+            fork = sim.clone(self.settings.lookahead, seed=seed, preemption=rule)
+            return self._play(fork, action)
+        if futures is None:
+            assert seed is not None
+            futures = self.futures(sim, rule, seed)
         scores = []
-        for i in range(n):
-            arrivals, failures = np.random.SeedSequence([seed, i]).spawn(2)
-            fork = sampled_clone(
-                sim,
-                np.random.default_rng(arrivals),
-                seed=int(failures.generate_state(1)[0]) % 2**31,
-                preemption=rule,
-            )
-            got = self._play(fork, action)
+        for future in futures:  # a copy of each: the futures serve every action
+            got = self._play(future.clone(preemption=rule), action)
             if not math.isfinite(got[0]):
                 return got
             scores.append(got)
-        return tuple(math.fsum(column) / n for column in zip(*scores))
+        return tuple(math.fsum(column) / len(scores) for column in zip(*scores))
 
     def _play(self, fork: Simulator, action: Action) -> tuple[float, ...]:
         """Play ``action`` on ``fork``, finish it with the base and score it."""

@@ -237,3 +237,17 @@ def test_the_misses_objective_picks_what_jct_does_not():
             (0.0, 480.0, 0.0),
             (480.0, 576.0, 0.0),
         ]
+
+
+def test_the_env_agent_samples_as_the_simulator_policy():
+    """As an env agent the sampled planner forks the env's simulator with the same draws."""
+    from bacepipe_env.envs.agents import agent_env_kwargs, make_agent, run_episode
+    from bacepipe_env.envs.geopipe import GeoPipeEnv
+
+    name = "rollout:sjf+finish-aware,k=2,lookahead=sampled:2,objective=misses"
+    env = GeoPipeEnv(scenario="online", n_jobs=20, max_queue=32, **agent_env_kwargs(name))
+    agent = make_agent(name).bind(env)
+    ep = run_episode(env, agent, 0)
+    want = make_policy(name).simulate(env.scenario)
+    assert env.scenario.future is not None
+    assert ep.avg_jct_h * 3600 == pytest.approx(want.avg_jct, rel=1e-12)

@@ -325,7 +325,7 @@ class RolloutPlanner:
         seed = None if self.settings.clairvoyant else (self.seed * 1_000_003 + self.planned) % 2**31
         known = self._continued(sim)
         # a sampled lookahead's N futures, drawn once for every action of the decision
-        futures = self.futures(sim, rule, seed) if self.settings.draws else None
+        futures = None if seed is None or not self.settings.draws else self.futures(sim, rule, seed)
         scores = [
             known if i == 0 and known is not None else self.score(sim, a, rule, seed, futures)
             for i, a in enumerate(actions)

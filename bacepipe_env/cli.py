@@ -26,7 +26,6 @@ from .cli_args import (
     parse_seeds,
 )
 from .core.records import attempt_rows
-from .core.simulator import lookahead_horizon
 from .core.units import hours
 from .core.world import (
     KNOBS,
@@ -62,6 +61,7 @@ from .policies.registry import (
     policy_suffixes,
     split_policies,
 )
+from .policies.rollout import check_lookahead
 from .scenarios import list_scenarios, load_scenario
 from .signals import exit_status, handle_signals
 
@@ -488,7 +488,7 @@ def _headroom(args: argparse.Namespace) -> int:
     check_env_id("--env-id", args.env_id)
     _check_plot(args.plot)
     try:
-        lookahead_horizon(args.lookahead)
+        check_lookahead(args.lookahead)
     except ValidationError as err:
         raise ValidationError("--lookahead", args.lookahead, err.reason) from None
     with Progress(headroom_steps(args.env_id, args.episodes), "runs", "headroom") as bar:
@@ -501,6 +501,7 @@ def _headroom(args: argparse.Namespace) -> int:
             k=args.k,
             progress=bar,
             n_jobs=args.jobs,
+            objective=args.objective,
         )
     if args.json != "-":
         print(report.format())
@@ -657,7 +658,8 @@ def _list_policies() -> None:
     family = "rollout:<base>"
     print(
         f"{family:{width}s}  Rollout planner over any heuristic above "
-        "(settings: ,k=4,lookahead=submitted|announced:H|clairvoyant; docs/headroom.md)"
+        "(settings: ,k=4,lookahead=submitted|announced:H|sampled:N|clairvoyant,"
+        "objective=jct|misses|tardiness; docs/headroom.md)"
     )
 
 

@@ -259,8 +259,16 @@ FLAGS: dict[str, Flag] = {
         "policy",
         default="submitted",
         metavar="L",
-        help="what the planner's forks know: submitted (default), announced:H or "
-        "clairvoyant (a bound, not a scheduler)",
+        help="what the planner's forks know: submitted (default), announced:H, sampled:N "
+        "(N draws of the world's later arrivals) or clairvoyant (a bound, not a scheduler)",
+    ),
+    "objective": _flag(
+        "--objective",
+        "policy",
+        choices=("jct", "misses", "tardiness"),
+        default="jct",
+        help="what the planner scores its forks by and the best heuristic is best at: jct "
+        "(default), misses or tardiness (deadlines, semantics §15)",
     ),
     "k": _flag(
         "--k",
@@ -548,6 +556,7 @@ COMMANDS: dict[str, Command] = {
             "jobs",
             "base",
             "lookahead",
+            "objective",
             "k",
             ("json", _help("also write the report as JSON to OUT ('-' for stdout)")),
             _plot("every heuristic's mean JCT and the planner's, the best heuristic marked,"),

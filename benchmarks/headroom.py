@@ -1,12 +1,14 @@
 """Every registered environment id's headroom: the rollout planner against the id's best
 heuristic on held-out episodes, under each lookahead.
 
-    python benchmarks/headroom.py run      # every row of ROWS x LOOKAHEADS (~15 min, 2 cores)
+    python benchmarks/headroom.py run      # every row x LOOKAHEADS (~15 min, 2 cores, before
+                                           # sampled:4, which plays 4 forks per action)
     python benchmarks/headroom.py table    # headroom.json -> docs/headroom.md
     make headroom                          # both
 
 ``run`` calls :func:`bacepipe_env.experiments.headroom.run_headroom` (what ``bacepipe
-headroom`` prints) for each row of :data:`ROWS` and each lookahead of :data:`LOOKAHEADS`, on the
+headroom`` prints) for each row of :data:`ROWS` (and of :data:`DEADLINE_ROWS` whose id is
+registered) and each lookahead of :data:`LOOKAHEADS`, on the
 episodes ``reset(seed=2_000_000 + i)`` draws (held out from training, as in
 benchmarks/preemption.py), and writes ``benchmarks/results/headroom.json``. ``table`` writes the
 table between the ``headroom-table`` markers of docs/headroom.md: per id and lookahead the
@@ -37,7 +39,7 @@ from benchmarks.tables import splice  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results" / "headroom.json"
 DOCS = ROOT / "docs" / "headroom.md"
 HELD_OUT = 2_000_000
-LOOKAHEADS = ("submitted", "announced:24", "clairvoyant")
+LOOKAHEADS = ("submitted", "announced:24", "sampled:4", "clairvoyant")
 #: (env id, jobs per episode or None for the id's own, episodes, the planner's base or None
 #: for the id's best heuristic, the planner's ``copies`` setting). The Online ids play 80-job
 #: episodes in every lookahead (a clairvoyant fork simulates every job still to come), and
@@ -58,33 +60,79 @@ ROWS: tuple[tuple[str, int | None, int, str | None, str], ...] = (
     ("bacepipe_env/GeoPipe-Online-Elastic-v0", 80, 20, None, "all"),
     ("bacepipe_env/GeoPipe-Online-Elastic-v0", 80, 20, None, "default"),
 )
+#: Rows judged by a deadline objective (semantics §15): (env id, jobs, episodes, base,
+#: copies, objective). The planner scores its forks by the objective, the best heuristic is
+#: the one with the lowest mean miss rate, and the ratio is the paired ratio of misses. Ids
+#: not registered in this checkout are skipped by ``run`` (named, not an error).
+DEADLINE_ROWS: tuple[tuple[str, int | None, int, str | None, str, str], ...] = (
+    ("bacepipe_env/GeoPipe-Online-Deadline-v0", 80, 20, None, "all", "misses"),
+    ("bacepipe_env/GeoPipe-Online-Announced-Deadline-v0", 80, 20, None, "all", "misses"),
+)
+
+
+def _rows() -> list[tuple[str, int | None, int, str | None, str, str]]:
+    """Every row, ROWS (objective jct) then DEADLINE_ROWS, those of registered ids only."""
+    from bacepipe_env.envs.registration import check_env_id
+    from bacepipe_env.errors import ValidationError
+
+    rows = [(*row, "jct") for row in ROWS]
+    for row in DEADLINE_ROWS:
+        try:
+            check_env_id("env_id", row[0])
+        except ValidationError:
+            print(f"skipped {row[0]}: not registered here")
+            continue
+        rows.append(row)
+    return rows
 
 
 def _task(
-    env_id: str, n_jobs: int | None, episodes: int, base: str | None, copies: str, lookahead: str
+    env_id: str,
+    n_jobs: int | None,
+    episodes: int,
+    base: str | None,
+    copies: str,
+    objective: str,
+    lookahead: str,
 ) -> dict[str, Any]:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     start = time.process_time()
     report = run_headroom(
-        env_id, episodes, HELD_OUT, base=base, lookahead=lookahead, n_jobs=n_jobs, copies=copies
+        env_id,
+        episodes,
+        HELD_OUT,
+        base=base,
+        lookahead=lookahead,
+        n_jobs=n_jobs,
+        copies=copies,
+        objective=objective,
     )
     row = json.loads(report.to_json())
     row["cpu_s"] = time.process_time() - start
-    row["key"] = _key(env_id, n_jobs, base, copies, lookahead)
+    row["key"] = _key(env_id, n_jobs, base, copies, lookahead, objective)
     return row
 
 
-def _key(env_id: str, n_jobs: int | None, base: str | None, copies: str, lookahead: str) -> str:
+def _key(
+    env_id: str,
+    n_jobs: int | None,
+    base: str | None,
+    copies: str,
+    lookahead: str,
+    objective: str = "jct",
+) -> str:
     tail = "" if copies == "all" else f"|copies={copies}"
+    tail += "" if objective == "jct" else f"|objective={objective}"
     return f"{env_id}|{n_jobs}|{base}|{lookahead}{tail}"
 
 
 def run(workers: int, only: str | None) -> None:
     """Every row x lookahead (or those of the ids containing ``only``, the others kept from
     the last run), ``workers`` processes; writes RESULTS in the order of ROWS."""
+    rows = _rows()
     tasks = [
-        (env_id, n, eps, base, copies, la)
-        for env_id, n, eps, base, copies in ROWS
+        (env_id, n, eps, base, copies, objective, la)
+        for env_id, n, eps, base, copies, objective in rows
         for la in LOOKAHEADS
         if only is None or only in env_id
     ]
@@ -95,7 +143,7 @@ def run(workers: int, only: str | None) -> None:
         for row in pool.map(_task, *zip(*tasks)):
             done[row["key"]] = row
             bar.update()
-    keys = [_key(e, n, b, c, la) for e, n, _, b, c in ROWS for la in LOOKAHEADS]
+    keys = [_key(e, n, b, c, la, o) for e, n, _, b, c, o in rows for la in LOOKAHEADS]
     rows = [done[k] for k in keys if k in done]
     data = {
         "version": __version__,
@@ -130,6 +178,8 @@ def markdown(data: dict[str, Any]) -> str:
     for r in data["rows"]:
         name = r["env_id"].removeprefix("bacepipe_env/")
         bound = " (bound)" if r["bound"] else ""
+        if r.get("objective", "jct") != "jct":  # its ratio is of misses (tardiness), not JCT
+            bound += f"; objective {r['objective']}"
         lines.append(
             f"| {name} | {r['n_jobs']} | {len(r['seeds'])} | {r['lookahead']}{bound} | "
             f"{r['best']} | {_base(r['planner'])} | {_ci(r['ratio'])} | {_ci(r['cost_ratio'])} | "

@@ -80,13 +80,16 @@ def check_deadline_slack(value: Any, field: str) -> str:
     return f"uniform:{low:g},{high:g}"
 
 
-def draw_slacks(spec: str, seed: int, n: int) -> list[float]:
+def draw_slacks(
+    spec: str, seed: int, n: int, rng: np.random.Generator | None = None
+) -> list[float]:
     """``n`` slacks of the knob's ``spec`` (not ``none``) for the scenario of ``seed``, from
-    their own stream."""
+    their own stream (or from ``rng`` when given: a planner's sampled future jobs)."""
     low, high = _bounds(spec)
     if low == high:
         return [low] * n
-    rng = np.random.default_rng(np.random.SeedSequence([seed, SLACK_STREAM]))
+    if rng is None:
+        rng = np.random.default_rng(np.random.SeedSequence([seed, SLACK_STREAM]))
     return [float(x) for x in rng.uniform(low, high, size=n)]
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+import numpy as np
 
 from ..errors import ScenarioError
 from .cluster import Cluster
@@ -18,7 +20,12 @@ from .perf import JobProfile, ProfileCache
 from .tariff import Tariff
 from .world import MAX_ANNOUNCE_H, World, check_announce_h
 
-__all__ = ["MAX_ANNOUNCE_H", "Scenario", "World", "check_announce_h"]
+__all__ = ["MAX_ANNOUNCE_H", "FutureJobs", "Scenario", "World", "check_announce_h"]
+
+#: ``future(rng, after, ids)``: jobs with the ids ``ids`` (ascending), drawn with ``rng`` from
+#: the world's own workload rule and arrival process, submitted after ``after`` seconds in id
+#: order (what a rollout planner's ``sampled`` fork puts in place of the jobs it cannot know).
+FutureJobs = Callable[[np.random.Generator, float, Sequence[int]], tuple[Job, ...]]
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,6 +49,11 @@ class Scenario:
     prices and carbon intensities, without egress), and ``faults`` (semantics §11) lists the
     outages, link and price changes and the GPU failure rate, and what an interrupted attempt
     costs (None: the perfect world with the default costs).
+
+    ``future`` (None: the world has no arrival process to draw from, such as a fixed job
+    list or a batch) draws jobs of the world's own workload and arrival process in place of
+    the jobs a scheduler cannot know yet (:data:`FutureJobs`; set by the scenario builders,
+    :mod:`bacepipe_env.core.sampling` uses it). It changes no dynamics and no equality.
     """
 
     name: str
@@ -53,6 +65,7 @@ class Scenario:
     profile_cache: ProfileCache | None = field(default=None, repr=False, compare=False)
     tariff: Tariff = None  # type: ignore[assignment]  # None: flat, from the cluster
     faults: FaultModel | None = None
+    future: FutureJobs | None = field(default=None, repr=False, compare=False)
 
     @property
     def ignore_memory(self) -> bool:

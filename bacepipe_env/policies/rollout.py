@@ -13,12 +13,19 @@ Settings follow the name after commas: ``rollout:sjf+finish-aware,k=4,lookahead=
 
 - ``k`` (default 4): how many of the base's candidates are tried.
 - ``lookahead`` (default ``submitted``): what a fork knows of the future
-  (:func:`~bacepipe_env.core.simulator.lookahead_horizon`): only the jobs submitted by now,
-  those submitted within H hours (``announced:H``), or every job (``clairvoyant``, a bound that
-  no scheduler reaches, labelled as such wherever it is reported). A fork that is not
-  clairvoyant also draws the GPU failures still to come afresh.
+  (:func:`check_lookahead`): only the jobs submitted by now, those submitted within H hours
+  (``announced:H``), every job (``clairvoyant``, a bound that no scheduler reaches, labelled
+  as such wherever it is reported), or what a scheduler knows now and, in place of the jobs it
+  cannot know, a draw of the world's own arrivals (``sampled:N``, :mod:`~bacepipe_env.core.
+  sampling`): each action is scored by the mean of N forks (``sampled`` is ``sampled:1``),
+  the N draws the same for every action of a decision (common random numbers, from the
+  planner's seed and the decision's count). A fork that is not clairvoyant also draws the GPU
+  failures still to come afresh.
 - ``objective`` (default ``jct``): average JCT (the sum of the known jobs' time in the system,
-  then their cost); ``reward``, the env's own reward, is for the planner as an env agent.
+  then their cost and emissions); ``misses``: the jobs that missed their deadline, then their
+  summed tardiness, then as ``jct``; ``tardiness``: the summed tardiness, then the misses,
+  then as ``jct`` (semantics §15; without deadlines both order forks as ``jct`` does);
+  ``reward``, the env's own reward, is for the planner as an env agent.
 - ``copies`` (default ``all``): in a world of data-parallel copies (semantics §3e), each of
   the ``k`` candidates is also tried with every other count of copies that gets a placement;
   ``default`` tries only the count the base starts a job with (what the decision of the count
@@ -27,8 +34,8 @@ Settings follow the name after commas: ``rollout:sjf+finish-aware,k=4,lookahead=
 With ``clairvoyant`` the planner is never worse than a deterministic base on average JCT: the
 fork of the base's own first choice at each decision continues the fork chosen at the previous
 one, so the chosen fork's score can only fall (a property test checks it on random episodes).
-A decision costs ``k + 1`` simulations of the rest of the episode; ``headroom`` reports the
-milliseconds per decision.
+A decision costs ``k + 1`` simulations of the rest of the episode (``N (k + 1)`` with
+``sampled:N``); ``headroom`` reports the milliseconds per decision.
 """
 
 from __future__ import annotations
@@ -38,8 +45,11 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..core.admission import AdmissionRule
 from ..core.preemption import PreemptionRule, make_preemption
+from ..core.sampling import deadline_totals, sampled_clone
 from ..core.scenario import Scenario
 from ..core.simulator import OrderingPolicy, RunResult, Simulator, lookahead_horizon
 from ..core.snapshot import QueueSnapshot
@@ -55,6 +65,7 @@ __all__ = [
     "RolloutPlanner",
     "RolloutPolicy",
     "RolloutSettings",
+    "check_lookahead",
     "describe",
     "is_rollout",
     "parse_rollout",
@@ -63,7 +74,9 @@ __all__ = [
 #: The name prefix of the planner's policies.
 PREFIX = "rollout:"
 #: The objectives a fork is scored by (lower is better).
-OBJECTIVES = ("jct", "reward")
+OBJECTIVES = ("jct", "misses", "tardiness", "reward")
+#: The most forks a ``sampled:N`` lookahead plays per action.
+MAX_DRAWS = 64
 #: Which counts of data-parallel copies a placement decision tries (``copies=``).
 COPIES = ("all", "default")
 #: An action: ("place", job), ("wait", -1), ("preempt", job) or ("decline", -1); a job placed
@@ -106,10 +119,43 @@ class RolloutSettings:
         """True when the forks see every future job (a bound, not a scheduler)."""
         return self.lookahead == "clairvoyant"
 
+    @property
+    def draws(self) -> int:
+        """The forks per action of a ``sampled:N`` lookahead (N), 0 for any other."""
+        name, _, n = self.lookahead.partition(":")
+        return (int(n) if n else 1) if name == "sampled" else 0
+
+
+def check_lookahead(value: str) -> str:
+    """A planner's ``lookahead`` in its canonical form: ``submitted``, ``announced:H`` and
+    ``clairvoyant`` as :func:`~bacepipe_env.core.simulator.lookahead_horizon` takes them,
+    ``sampled:N`` (N draws per action, 1 to 64; ``sampled`` and ``sampled:1`` are
+    ``sampled``); a one-line ValidationError otherwise."""
+    name, sep, n = str(value).partition(":")
+    if name != "sampled":
+        try:
+            lookahead_horizon(value)
+        except ValidationError:
+            raise ValidationError("lookahead", value, _LOOKAHEADS) from None
+        return value
+    try:
+        draws = int(n) if sep else 1
+    except ValueError:
+        draws = 0
+    if not 1 <= draws <= MAX_DRAWS or (sep and not n.isdigit()):
+        raise ValidationError("lookahead", value, _LOOKAHEADS)
+    return "sampled" if draws == 1 else f"sampled:{draws}"
+
+
+_LOOKAHEADS = (
+    "choose submitted, announced:H (hours, 0-1e6), sampled:N (N draws per action, "
+    f"1-{MAX_DRAWS}) or clairvoyant"
+)
+
 
 def parse_rollout(name: str) -> RolloutSettings:
-    """The settings of ``rollout:<base>[,k=N][,lookahead=L][,objective=O]``; a one-line
-    ValidationError for a bad setting (the registry checks the base)."""
+    """The settings of ``rollout:<base>[,k=N][,lookahead=L][,objective=O][,copies=C]``; a
+    one-line ValidationError for a bad setting (the registry checks the base)."""
     if not is_rollout(name):
         raise ValidationError("policy", name, f"a rollout planner's name starts with {PREFIX!r}")
     base, *settings = name[len(PREFIX) :].split(",")
@@ -133,11 +179,12 @@ def parse_rollout(name: str) -> RolloutSettings:
                 raise ValidationError("rollout k", value, "must be a whole number from 1 to 64")
             values["k"] = k
         elif key == "lookahead":
-            lookahead_horizon(value)  # one line for a bad one
-            values["lookahead"] = value
+            values["lookahead"] = check_lookahead(value)  # one line for a bad one
         elif key == "objective":
             if value not in OBJECTIVES:
-                raise ValidationError("rollout objective", value, "choose jct or reward")
+                raise ValidationError(
+                    "rollout objective", value, "choose jct, misses, tardiness or reward"
+                )
             values["objective"] = value
         elif key == "copies":
             if value not in COPIES:
@@ -155,11 +202,34 @@ def jct_objective(sim: Simulator) -> tuple[float, ...]:
     return (sim.job_seconds, sim.cost_accrued, sim.carbon_accrued)
 
 
+def misses_objective(sim: Simulator) -> tuple[float, ...]:
+    """A finished fork's jobs that missed their deadline, their summed tardiness (s), then
+    :func:`jct_objective`'s (semantics §15; its jobs' records)."""
+    misses, tardiness = deadline_totals(sim)
+    return (misses, tardiness, sim.job_seconds, sim.cost_accrued, sim.carbon_accrued)
+
+
+def tardiness_objective(sim: Simulator) -> tuple[float, ...]:
+    """A finished fork's summed tardiness (s), its misses, then :func:`jct_objective`'s."""
+    misses, tardiness = deadline_totals(sim)
+    return (tardiness, misses, sim.job_seconds, sim.cost_accrued, sim.carbon_accrued)
+
+
+#: The objectives a planner computes itself (``reward`` needs the env: the caller's).
+_OBJECTIVES: dict[str, Objective] = {
+    "jct": jct_objective,
+    "misses": misses_objective,
+    "tardiness": tardiness_objective,
+}
+
+
 class RolloutPlanner:
     """The planner's decisions on a live :class:`Simulator` (see the module docstring), for
     :class:`RolloutPolicy` and for the planner's env agent. ``seed`` seeds the base ordering
-    of every fork (a random base) and the failure redraws of forks that are not clairvoyant;
-    ``planned`` counts the decisions it planned (more than one action to try)."""
+    of every fork (a random base), the failure redraws of forks that are not clairvoyant and
+    the draws of ``sampled`` forks; ``planned`` counts the decisions it planned (more than
+    one action to try). ``objective`` scores a finished fork (default: the settings'
+    objective; ``reward`` has none without the env)."""
 
     def __init__(
         self,
@@ -169,7 +239,7 @@ class RolloutPlanner:
         seed: int = 0,
         objective: Objective | None = None,
     ) -> None:
-        if objective is None and settings.objective != "jct":
+        if objective is None and settings.objective not in _OBJECTIVES:
             raise ValidationError(
                 "rollout objective",
                 settings.objective,
@@ -178,7 +248,9 @@ class RolloutPlanner:
             )
         self.settings = settings
         self.seed = seed
-        self.objective: Objective = jct_objective if objective is None else objective
+        self.objective: Objective = (
+            _OBJECTIVES[settings.objective] if objective is None else objective
+        )
         self._make_base = base_ordering
         self._base = self.base_ordering()
         self.rule = rule  # the base's preemption rule (None: it never preempts)
@@ -252,8 +324,10 @@ class RolloutPlanner:
         self.planned += 1
         seed = None if self.settings.clairvoyant else (self.seed * 1_000_003 + self.planned) % 2**31
         known = self._continued(sim)
+        # a sampled lookahead's N futures, drawn once for every action of the decision
+        futures = None if seed is None or not self.settings.draws else self.futures(sim, rule, seed)
         scores = [
-            known if i == 0 and known is not None else self.score(sim, a, rule, seed)
+            known if i == 0 and known is not None else self.score(sim, a, rule, seed, futures)
             for i, a in enumerate(actions)
         ]
         i = min(range(len(actions)), key=scores.__getitem__)
@@ -266,8 +340,8 @@ class RolloutPlanner:
         what this one would (every job, or the same jobs at the same instant, with the same
         failures). Saves one fork in ``k + 1``."""
         last = self._last
-        if last is None or not math.isfinite(last[1][0]):
-            return None
+        if last is None or not math.isfinite(last[1][0]) or self.settings.draws:
+            return None  # a sampled fork's future is drawn anew at every decision
         if self.settings.clairvoyant:
             return last[1]
         faults = sim.faults
@@ -275,11 +349,46 @@ class RolloutPlanner:
             return last[1]
         return None
 
+    def futures(self, sim: Simulator, rule: PreemptionRule, seed: int) -> list[Simulator]:
+        """A ``sampled:N`` lookahead's N forks of ``sim`` before any action
+        (:func:`~bacepipe_env.core.sampling.sampled_clone`): draw ``i`` takes its arrivals
+        and its failures from ``SeedSequence([seed, i])`` alone."""
+        out = []
+        for i in range(self.settings.draws):
+            arrivals, failures = np.random.SeedSequence([seed, i]).spawn(2)
+            fail_seed = int(failures.generate_state(1)[0]) % 2**31
+            rng = np.random.default_rng(arrivals)
+            out.append(sampled_clone(sim, rng, seed=fail_seed, preemption=rule))
+        return out
+
     def score(
-        self, sim: Simulator, action: Action, rule: PreemptionRule, seed: int | None
+        self,
+        sim: Simulator,
+        action: Action,
+        rule: PreemptionRule,
+        seed: int | None,
+        futures: Sequence[Simulator] | None = None,
     ) -> tuple[float, ...]:
-        """The objective of the fork that plays ``action`` now and the base after it."""
-        fork = sim.clone(self.settings.lookahead, seed=seed, preemption=rule)
+        """The objective of the fork that plays ``action`` now and the base after it; with
+        ``sampled:N``, the element-wise mean of the objectives of a copy of each of the N
+        ``futures`` (default: :meth:`futures` of ``seed``) that plays it: every action of a
+        decision is scored on the same N futures (common random numbers)."""
+        if not self.settings.draws:
+            fork = sim.clone(self.settings.lookahead, seed=seed, preemption=rule)
+            return self._play(fork, action)
+        if futures is None:
+            assert seed is not None
+            futures = self.futures(sim, rule, seed)
+        scores = []
+        for future in futures:  # a copy of each: the futures serve every action
+            got = self._play(future.clone(preemption=rule), action)
+            if not math.isfinite(got[0]):
+                return got
+            scores.append(got)
+        return tuple(math.fsum(column) / len(scores) for column in zip(*scores))
+
+    def _play(self, fork: Simulator, action: Action) -> tuple[float, ...]:
+        """Play ``action`` on ``fork``, finish it with the base and score it."""
         fork.validate = False  # the planner's own decisions are validated, not its forks'
         if action[0] in ("wait", "decline") and not fork.has_future_events:
             # nothing the fork knows of is still to happen (a later arrival is beyond its
@@ -350,6 +459,9 @@ class RolloutPolicy(Policy):
 def describe(settings: RolloutSettings) -> str:
     """A planner's one-line description."""
     bound = " (a bound: sees every future job)" if settings.clairvoyant else ""
+    if settings.draws:
+        n = settings.draws
+        bound = f" (the mean of {n} draw{'s' if n > 1 else ''} of the world's later arrivals)"
     copies = "" if settings.copies == "all" else ", the default count of copies only"
     return (
         f"Rollout planner over {settings.base}: its top {settings.k} + wait, each finished by "

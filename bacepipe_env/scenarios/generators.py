@@ -8,7 +8,9 @@ A generator is any callable ``(numpy.random.Generator) -> Scenario`` with ``max_
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -275,6 +277,7 @@ class RandomScenarioGenerator:
         dataset_names = list(paper.datasets)
         models = rng.integers(len(model_names), size=n).tolist()
         datasets = rng.integers(len(dataset_names), size=n).tolist()
+        rate: float | None = None  # batch arrivals: no process to draw a future from
         if rng.random() < self.p_batch:
             submits = [0.0] * n
         else:
@@ -316,6 +319,9 @@ class RandomScenarioGenerator:
                     name="",
                 )
             )
+        future = (
+            None if rate is None else functools.partial(self.future_jobs, rate, tuple(model_names))
+        )
         return Scenario(
             "random",
             cluster,
@@ -324,4 +330,44 @@ class RandomScenarioGenerator:
             f"{k} random regions, {n} random jobs",
             {"generator": "RandomScenarioGenerator", "n_regions": k, "n_jobs": n},
             self._profiles,
+            future=future,
         )
+
+    def future_jobs(
+        self,
+        rate: float,
+        model_names: Sequence[str],
+        rng: np.random.Generator,
+        after: float,
+        ids: Sequence[int],
+    ) -> tuple[Job, ...]:
+        """Jobs ``ids`` drawn afresh as an episode of arrival ``rate`` (per hour) over
+        ``model_names`` draws them (:data:`~bacepipe_env.core.scenario.FutureJobs`): models
+        and datasets uniformly, then Poisson arrivals after ``after`` (s), the first one gap
+        after it (exact: Poisson arrivals are memoryless). What a rollout planner's
+        ``sampled`` fork puts in place of the jobs it cannot know yet."""
+        paper, m = self._paper, len(ids)
+        dataset_names = list(paper.datasets)
+        models = rng.integers(len(model_names), size=m).tolist()
+        datasets = rng.integers(len(dataset_names), size=m).tolist()
+        gaps = rng.exponential(SECONDS_PER_HOUR / rate, size=m)
+        first = float(np.nextafter(after, np.inf))
+        submits = np.maximum(after + np.cumsum(gaps), first).tolist()
+        out = []
+        for job_id, mi, di, t in zip(ids, models, datasets, submits):
+            model, batch = paper.models[model_names[mi]]
+            name = dataset_names[di]
+            out.append(
+                Job.trusted(
+                    job_id=job_id,
+                    model=model,
+                    dataset=name,
+                    samples=paper.datasets[name],
+                    batch=batch,
+                    submit_time=t,
+                    epochs=paper.epochs,
+                    constants=paper.constants,
+                    name="",
+                )
+            )
+        return tuple(out)

@@ -7,6 +7,7 @@ and either an explicit job list or a workload rule. The schema is documented in
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -37,6 +38,7 @@ from .arrivals import arrival_times, check_arrival_span
 from .sections import (
     _DATASET_KEYS,
     _MODEL_KEYS,
+    Draw,
     JobRow,
     WorkloadRule,
     _check_batch,
@@ -316,9 +318,11 @@ class ScenarioTemplate:
             params["pue"] = w.pue
         if w.deadline_slack != "none":
             params["deadline_slack"] = w.deadline_slack
+        future = None
         if self.workload is not None and self.workload.arrivals != "batch":
             params["arrivals"] = self.workload.arrivals
             params["arrival_rate_per_h"] = self.workload.rate
+            future = self.future_jobs
         return Scenario(
             self.name,
             self.cluster,
@@ -329,7 +333,36 @@ class ScenarioTemplate:
             profile_cache,
             tariff=tariff,
             faults=self.faults,
+            future=future,
         )
+
+    def future_jobs(
+        self, rng: np.random.Generator, after: float, ids: Sequence[int]
+    ) -> tuple[Job, ...]:
+        """Jobs ``ids`` (ascending) drawn afresh from the workload rule with ``rng``: what a
+        rollout planner's ``sampled`` fork puts in place of the jobs it cannot know yet
+        (:data:`~bacepipe_env.core.scenario.FutureJobs`). Models and datasets by the rule
+        (``cycle`` by each id's place, as the episode's own draw gives it), submit times from
+        a fresh stream of the rule's arrival process started at ``after`` (s): the k-th job
+        at ``after`` plus the stream's first k gaps, at least one ulp after ``after`` (exact
+        for Poisson arrivals, which are memoryless; for ``philly`` the stream restarts at
+        ``after``), not cut at a horizon; slacks from the world's ``deadline_slack``. Draws
+        in that order."""
+        w = self.workload
+        assert w is not None and w.rate is not None and w.arrivals != "batch"
+        m = len(ids)
+        models = _pick_at(w.models, list(self.models), ids, rng)
+        data = _pick_at(w.datasets, list(self.datasets), ids, rng)
+        stream = arrival_times(w.arrivals, m + 1, w.rate, rng, source=w.rate_source)
+        gaps = np.diff(stream) * SECONDS_PER_HOUR  # the first arrival's gap is drawn too
+        first = float(np.nextafter(after, np.inf))
+        times = np.maximum(after + np.cumsum(gaps), first).tolist()
+        rows = [JobRow(mo, d) for mo, d in zip(models, data)]
+        jobs = [_submitted(job, t) for job, t in zip(self._jobs(rows, ids), times)]
+        if self.world.deadline_slack != "none":
+            slacks = draw_slacks(self.world.deadline_slack, 0, m, rng=rng)
+            return with_slacks(jobs, slacks)
+        return tuple(jobs)
 
     @cached_property
     def _listed_jobs(self) -> tuple[Job, ...]:
@@ -355,13 +388,14 @@ class ScenarioTemplate:
             price_changes=self.faults.prices if self.faults is not None else (),
         )
 
-    def _jobs(self, rows: Sequence[JobRow]) -> tuple[Job, ...]:
+    def _jobs(self, rows: Sequence[JobRow], ids: Sequence[int] | None = None) -> tuple[Job, ...]:
+        """The jobs of ``rows``, numbered from 1 in order (or ``ids``)."""
         jobs = []
         for i, row in enumerate(rows):
             model, batch = self.models[row.model]
             jobs.append(
                 Job.trusted(  # every value was validated by compile_scenario
-                    job_id=i + 1,
+                    job_id=i + 1 if ids is None else ids[i],
                     model=model,
                     dataset=row.dataset,
                     samples=self.datasets[row.dataset],
@@ -426,6 +460,23 @@ class ScenarioTemplate:
         if w is None or w.rate is None or w.arrivals == "batch":
             return 0.0
         return w.rate * self.mean_gpu_hours() / self.cluster.total_gpus
+
+
+def _pick_at(
+    how: Draw, names: list[str], ids: Sequence[int], rng: np.random.Generator
+) -> list[str]:
+    """:func:`_pick` for the jobs ``ids`` of a drawn workload: ``cycle`` by each job's place
+    (id - 1), as the episode's own draw gives it; any other rule draws ``len(ids)`` afresh."""
+    if how == "cycle":
+        return [names[(i - 1) % len(names)] for i in ids]
+    return _pick(how, names, len(ids), rng)
+
+
+def _submitted(job: Job, t: float) -> Job:
+    """``job`` submitted at ``t`` seconds (a copy: jobs are immutable and may be shared)."""
+    job = copy.copy(job)
+    object.__setattr__(job, "submit_time", t)
+    return job
 
 
 def compile_scenario(

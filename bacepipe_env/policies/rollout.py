@@ -19,7 +19,8 @@ Settings follow the name after commas: ``rollout:sjf+finish-aware,k=4,lookahead=
   cannot know, a draw of the world's own arrivals (``sampled:N``, :mod:`~bacepipe_env.core.
   sampling`): each action is scored by the mean of N forks (``sampled`` is ``sampled:1``),
   the N draws the same for every action of a decision (common random numbers, from the
-  planner's seed and the decision's count). A fork that is not clairvoyant also draws the GPU
+  planner's seed and the count of the first decision at that instant, so that decisions at
+  one instant draw alike and the chosen fork's score is reused as with ``submitted``). A fork that is not clairvoyant also draws the GPU
   failures still to come afresh.
 - ``objective`` (default ``jct``): average JCT (the sum of the known jobs' time in the system,
   then their cost and emissions); ``misses``: the jobs that missed their deadline, then their
@@ -259,6 +260,7 @@ class RolloutPlanner:
         # is the base's own (True when the planner plays every decision of the episode)
         self._last: tuple[float, tuple[float, ...]] | None = None
         self.reuse = True
+        self._instant: tuple[float, int] | None = None  # (time, seed) of a sampled decision
 
     def base_ordering(self) -> OrderingPolicy:
         """A fresh ordering of the base (each fork gets its own: a seeded one draws anew)."""
@@ -322,7 +324,7 @@ class RolloutPlanner:
         if len(actions) == 1:
             return actions[0]  # the base's own action: the last chosen fork still holds
         self.planned += 1
-        seed = None if self.settings.clairvoyant else (self.seed * 1_000_003 + self.planned) % 2**31
+        seed = None if self.settings.clairvoyant else self._decision_seed(sim.time)
         known = self._continued(sim)
         # a sampled lookahead's N futures, drawn once for every action of the decision
         futures = None if seed is None or not self.settings.draws else self.futures(sim, rule, seed)
@@ -334,14 +336,26 @@ class RolloutPlanner:
         self._last = (sim.time, scores[i]) if self.reuse else None
         return actions[i]
 
+    def _decision_seed(self, now: float) -> int:
+        """The seed of a decision's forks (their failure redraws, a sampled lookahead's
+        draws): from the planner's seed and the count of planned decisions, except that every
+        decision at the instant of a sampled lookahead's previous one takes that one's seed, so
+        that it draws the same futures (what the reuse of :meth:`_continued` needs)."""
+        instant = self._instant
+        if self.settings.draws and instant is not None and instant[0] == now:
+            return instant[1]
+        seed = (self.seed * 1_000_003 + self.planned) % 2**31
+        self._instant = (now, seed)
+        return seed
+
     def _continued(self, sim: Simulator) -> tuple[float, ...] | None:
         """The score of the base's own action now when the fork chosen at the previous planned
         decision already played it: every action since was the base's, and that fork knew
         what this one would (every job, or the same jobs at the same instant, with the same
         failures). Saves one fork in ``k + 1``."""
         last = self._last
-        if last is None or not math.isfinite(last[1][0]) or self.settings.draws:
-            return None  # a sampled fork's future is drawn anew at every decision
+        if last is None or not math.isfinite(last[1][0]):
+            return None
         if self.settings.clairvoyant:
             return last[1]
         faults = sim.faults

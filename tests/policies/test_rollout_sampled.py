@@ -251,3 +251,42 @@ def test_the_env_agent_samples_as_the_simulator_policy():
     want = make_policy(name).simulate(env.scenario)
     assert env.scenario.future is not None
     assert ep.avg_jct_h * 3600 == pytest.approx(want.avg_jct, rel=1e-12)
+
+
+@pytest.mark.parametrize("announce_h", [0.0, 3.0])
+def test_reusing_the_chosen_forks_score_changes_no_sampled_decision(announce_h: float) -> None:
+    """Decisions at one instant draw the same futures, so the base's own action continues the
+    fork chosen at the previous one and its score is reused (one fork set in k + 1 saved): the
+    decisions are those of a planner that scores every action afresh, and it plays fewer
+    forks."""
+    scn = load_scenario(
+        "online", seed=2, n_jobs=20, load=3.0, deadline_slack=SLACK, announce_h=announce_h
+    )
+    name = "rollout:edf+finish-aware,objective=misses,lookahead=sampled:2"
+    policy = make_policy(name, seed=5)
+    rule = make_preemption("none")
+    runs, forks = [], []
+    for reuse in (True, False):
+        planner = make_planner(name, 5)
+        planner.reuse = reuse
+        played = 0
+        score = planner.score
+
+        def counted(*args, _score=score, **kwargs):  # count the actions scored by forks
+            nonlocal played
+            played += 1
+            return _score(*args, **kwargs)
+
+        planner.score = counted  # type: ignore[method-assign]
+        sim = Simulator(scn, policy.placement, admission=policy.admission)
+        out = []
+        while (candidates := sim.next_decision()) is not None:
+            action = planner.best(
+                sim, planner.placement_actions(sim, candidates, sim.has_future_events), rule
+            )
+            out.append((sim.time, action))
+            apply(sim, action)
+        runs.append(out)
+        forks.append(played)
+    assert runs[0] == runs[1]
+    assert forks[0] < forks[1]

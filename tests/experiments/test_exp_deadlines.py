@@ -111,3 +111,28 @@ def test_evaluate_shows_the_deadline_columns_only_with_deadlines(
     if slack:
         rates = [r["miss_rate"] for r in data["rows"]]
         assert all(r * 6 == round(r * 6) for r in rates)  # a share of 6 jobs
+
+
+def test_semantics_carries_the_tables_of_the_committed_deadline_results(
+    benchmark_module,
+) -> None:
+    """benchmarks/deadlines.py: docs/semantics.md §15 holds the tables of the committed
+    results, every policy x calendar x seed is there, and one run recomputed gives them."""
+    import json
+
+    bench = benchmark_module("deadlines")
+    from benchmarks.tables import between
+
+    data = json.loads(bench.RESULTS.read_text())
+    hint = "docs/semantics.md: run python benchmarks/deadlines.py table"
+    assert between(bench.DOCS, "deadline-table") == "\n" + bench.markdown(data), hint
+    assert between(bench.DOCS, "deadline-levers") == "\n" + bench.lever_markdown(data["levers"]), (
+        hint
+    )
+    seeds = sorted({r["seed"] for r in data["rows"]})
+    assert len(data["rows"]) == len(bench.POLICIES) * len(bench.CALENDARS) * len(seeds)
+    assert {r["policy"] for r in data["levers"]} == set(bench.LEVER_POLICIES)
+    # one committed run, recomputed with the current code
+    row = next(r for r in data["rows"] if r["policy"] == "edf+deadline-plan+srtf")
+    again = bench._one((row["policy"], row["announce_h"], row["seed"]))
+    assert again == row

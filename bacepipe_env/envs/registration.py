@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..core.deadlines import DEFAULT_SLACK
 from ..errors import ValidationError
 from ..plugins import after_each_plugin, load_plugins
 
@@ -93,6 +94,33 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "announce_h": 24.0,
         **_DECIDE,
     },
+    # Online-v1 where every job is due (semantics §15): the scenario knob deadline_slack gives
+    # each a slack drawn from U[1.2, 3.0] times its isolated run time (core.deadlines'
+    # DEFAULT_SLACK), the queue rows show the time to each deadline and the slack
+    # (deadline_features), and the reward is -1 per job certain to miss its deadline.
+    "bacepipe_env/GeoPipe-Online-Deadline-v0": {
+        "scenario": "online",
+        "max_queue": None,
+        "grid_features": True,
+        "fault_features": True,
+        "deadline_slack": DEFAULT_SLACK,
+        "deadline_features": True,
+        "reward": "misses",
+        **_DECIDE,
+    },
+    # The same with Online-Announced-v0's calendar, whose rows show the deadlines too.
+    "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0": {
+        "scenario": "online",
+        "max_queue": None,
+        "grid_features": True,
+        "fault_features": True,
+        "announce_window": 16,
+        "announce_h": 24.0,
+        "deadline_slack": DEFAULT_SLACK,
+        "deadline_features": True,
+        "reward": "misses",
+        **_DECIDE,
+    },
     # Online-v1 in the physical world, where every job may run 1 to 4 data-parallel copies of
     # its pipeline (semantics §3e): the agent picks how many as it starts a job (4 actions per
     # slot, the replicas array shows what each gives), the schedulers estimate with the world's
@@ -133,6 +161,9 @@ MAX_EPISODE_STEPS: dict[str, int] = {
     # The calendar changes no dynamics: the bounds of Online-v1 and Online-Preempt-v1.
     "bacepipe_env/GeoPipe-Online-Announced-v0": 100_000,
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": 100_000,
+    # Deadlines change no dynamics: the bounds of Online-v1 and Online-Announced-v0.
+    "bacepipe_env/GeoPipe-Online-Deadline-v0": 100_000,
+    "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0": 100_000,
     # Online-v1's bound: the count of copies is part of the placing step, and an elastic
     # heuristic's resizes happen inside the simulator's passes
     "bacepipe_env/GeoPipe-Online-Elastic-v0": 100_000,

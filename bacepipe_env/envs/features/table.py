@@ -163,7 +163,7 @@ def _job_columns(rows: tuple[JobField, ...], array: str) -> tuple[Column, ...]:
 
 #: The deadline columns (``deadline_features=True``; semantics §15) that follow a job's row of
 #: the ``queue`` and ``announced`` arrays; :mod:`.deadlines` computes them. The times are in
-#: the time columns' hours scale, signed: ``sign(x) * log10(1 + |x| / 1 h) / log_hours``.
+#: the time columns' hours scale, signed: ``sign(x) * log10(1 + abs(x) / 1 h) / log_hours``.
 DEADLINE_COLUMNS = (
     Column(
         "has_deadline",
@@ -173,8 +173,8 @@ DEADLINE_COLUMNS = (
     ),
     Column(
         "log_to_deadline_hours",
-        "time to its deadline, `due - now`, as `sign * log10(1 + |hours|) / 4`: < 0 once it is "
-        "overdue (with `deadline_features=True`)",
+        "time to its deadline, x = `due - now` hours, as `sign(x) * log10(1 + abs(x)) / 4`: "
+        "< 0 once it is overdue (with `deadline_features=True`)",
         low=-np.inf,
         enabled_by="deadline_features",
     ),

@@ -191,7 +191,7 @@ def test_simulate_takes_a_scenario_or_an_env_id(capsys: pytest.CaptureFixture[st
     assert neither.value.code == 2
     assert "one of the arguments --scenario --env-id is required" in capsys.readouterr().err
     assert main(["simulate", "--env-id", "nope"]) == 2
-    assert "--env-id: unknown environment id" in capsys.readouterr().err
+    assert "--env-id: unknown id" in capsys.readouterr().err
 
 
 def test_world_flags_are_the_envs_keywords(capsys: pytest.CaptureFixture[str]) -> None:

@@ -175,17 +175,28 @@ def test_unknown_env_id_lists_every_id() -> None:
     assert proc.stderr.count("\n") == 1
     # the ids' shared start written once, then every id's rest, in registration order
     listed = re.search(
-        r"unknown environment id; (\S+) \+ (.*) \(got 'x'\)$",
+        r"unknown id; (\S+) \+ (.*) \(got 'x'\)$",
         proc.stderr.strip(),
     )
     assert listed, proc.stderr
     start, text = listed.group(1), listed.group(2)
     assert start == "bacepipe_env/GeoPipe-"
-    # a family that shares a first word is written once: Online-{v1, Preempt-v1, ...}
-    rests = []
-    for family, tails, single in re.findall(r"([\w.]+-)\{([^}]*)\}|([^,{}\s]+)", text):
-        rests += [family + t for t in tails.split(", ")] if family else [single]
-    assert [start + rest for rest in rests] == list(ENV_IDS)
+
+    # a family that shares a first word is written once, its tails grouped in turn:
+    # Online-{v1, Preempt-v1, Announced-{v0, Preempt-v0}, ...}
+    def expand(text: str) -> list[str]:
+        names, depth, item = [], 0, ""
+        for ch in text + ",":
+            depth += (ch == "{") - (ch == "}")
+            if ch == "," and depth == 0:
+                family, _, tails = item.strip().partition("{")
+                names += [family + t for t in expand(tails[:-1])] if tails else [family]
+                item = ""
+            else:
+                item += ch
+        return names
+
+    assert [start + rest for rest in expand(text)] == list(ENV_IDS)
 
 
 def test_learned_display_names() -> None:

@@ -18,7 +18,14 @@ from .previews import PlacementPreviewer, Preview
 from .registration import ENV_IDS, MAX_EPISODE_STEPS, register_envs
 from .render import RenderSnapshot
 from .replay import scenario_for
-from .reward import JctCostReward, RewardFn, RewardScales, RewardTerms, VectorReward
+from .reward import (
+    DeadlineReward,
+    JctCostReward,
+    RewardFn,
+    RewardScales,
+    RewardTerms,
+    VectorReward,
+)
 
 __all__ = [
     "AGENT_ENV",
@@ -27,6 +34,7 @@ __all__ = [
     "FEATURES",
     "MAX_EPISODE_STEPS",
     "Agent",
+    "DeadlineReward",
     "EpisodeResult",
     "Feature",
     "GeoPipeEnv",

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..core.deadlines import DEFAULT_SLACK
 from ..errors import ValidationError
 from ..plugins import after_each_plugin, load_plugins
 
@@ -71,6 +72,20 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "preempt_window": 16,
         **_DECIDE,
     },
+    # Online-v1 where every job is due (semantics §15): the scenario knob deadline_slack gives
+    # each a slack drawn from U[1.2, 3.0] times its isolated run time (core.deadlines'
+    # DEFAULT_SLACK), the queue rows show the time to each deadline and the slack
+    # (deadline_features), and the reward is -1 per job certain to miss its deadline.
+    "bacepipe_env/GeoPipe-Online-Deadline-v0": {
+        "scenario": "online",
+        "max_queue": None,
+        "grid_features": True,
+        "fault_features": True,
+        "deadline_slack": DEFAULT_SLACK,
+        "deadline_features": True,
+        "reward": "misses",
+        **_DECIDE,
+    },
     # Online-v1 with a calendar: every job is announced 24 h before it is submitted (the
     # scenario knob announce_h), and the observation shows the first 16 announced jobs.
     "bacepipe_env/GeoPipe-Online-Announced-v0": {
@@ -91,6 +106,19 @@ ENV_IDS: dict[str, dict[str, Any]] = {
         "preempt_window": 16,
         "announce_window": 16,
         "announce_h": 24.0,
+        **_DECIDE,
+    },
+    # Online-Deadline-v0 with Online-Announced-v0's calendar, whose rows show deadlines too.
+    "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0": {
+        "scenario": "online",
+        "max_queue": None,
+        "grid_features": True,
+        "fault_features": True,
+        "announce_window": 16,
+        "announce_h": 24.0,
+        "deadline_slack": DEFAULT_SLACK,
+        "deadline_features": True,
+        "reward": "misses",
         **_DECIDE,
     },
     # Online-v1 in the physical world, where every job may run 1 to 4 data-parallel copies of
@@ -133,6 +161,9 @@ MAX_EPISODE_STEPS: dict[str, int] = {
     # The calendar changes no dynamics: the bounds of Online-v1 and Online-Preempt-v1.
     "bacepipe_env/GeoPipe-Online-Announced-v0": 100_000,
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": 100_000,
+    # Deadlines change no dynamics: the bounds of Online-v1 and Online-Announced-v0.
+    "bacepipe_env/GeoPipe-Online-Deadline-v0": 100_000,
+    "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0": 100_000,
     # Online-v1's bound: the count of copies is part of the placing step, and an elastic
     # heuristic's resizes happen inside the simulator's passes
     "bacepipe_env/GeoPipe-Online-Elastic-v0": 100_000,
@@ -182,7 +213,7 @@ def check_env_id(field: str, env_id: object) -> str:
     """``env_id`` if it is a GeoPipeEnv id (:func:`geopipe_spec`: registered here or by a
     user with Gymnasium), else a one-line ValidationError naming ``field`` and every id of
     this package (the start they share written once, ``bacepipe_env/GeoPipe- + v2, Fig1-v2,
-    ...``, so that the line stays short)."""
+    ...``, and the families grouped, :func:`_grouped`, so that the line stays short)."""
     from ..errors import ValidationError
 
     if not isinstance(env_id, str) or geopipe_spec(env_id) is None:
@@ -194,7 +225,7 @@ def check_env_id(field: str, env_id: object) -> str:
         raise ValidationError(
             field,
             env_id,
-            f"unknown environment id; {start} + {_grouped(e.removeprefix(start) for e in ENV_IDS)}",
+            f"unknown id; {start} + {_grouped(e.removeprefix(start) for e in ENV_IDS)}",
         )
     return env_id
 
@@ -228,8 +259,10 @@ def config_table() -> str:
 
 
 def _grouped(rests: Iterable[str]) -> str:
-    """``v2, Fig1-v2, Online-{v1, Preempt-v1}``: names that share a first word (before a
-    ``-``) written once with their tails in braces, in order of first appearance."""
+    """``v2, Fig1-v2, Online-{v1, Preempt-v1, Announced-{v0, Preempt-v0}}``: names that share
+    a first word (before a ``-``) written once with their tails in braces, grouped the same
+    way in turn, in order of first appearance (a family's names are listed together, so
+    :data:`ENV_IDS` keeps each family's ids next to each other for its order to show)."""
     families: dict[str, list[str]] = {}
     for rest in rests:
         word, dash, tail = rest.partition("-")
@@ -237,7 +270,7 @@ def _grouped(rests: Iterable[str]) -> str:
     parts = []
     for key, tails in families.items():
         if len(tails) > 1 and all(tails):
-            parts.append(key + "{" + ", ".join(tails) + "}")
+            parts.append(key + "{" + _grouped(tails) + "}")
         else:
             parts += [key + t for t in tails]
     return ", ".join(parts)

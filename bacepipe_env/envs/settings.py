@@ -4,11 +4,11 @@
 The keywords group into what a policy plays by (``policy``, or its parts ``placement``,
 ``admission``, ``preemption``, ``elasticity``), the decision space (``max_queue``,
 ``allow_wait``, ``preempt_window``, ``preempt_wake_h``, ``replica_choices``), the observation
-(``observation``, ``scales``, ``preview`` and the switches of the optional arrays,
-``grid_features``, ``fault_features``, ``running_features``, ``announce_window``, with
-``max_regions`` the padding), the reward (``reward``) and the env's manners
-(``illegal_action``, ``info``, ``max_steps``, ``render_mode``). docs/environment.md's
-"Registered variants" table gives every registered id's value of each.
+(``observation``, ``scales``, ``preview`` and the switches of the optional arrays and
+columns, ``grid_features``, ``fault_features``, ``running_features``, ``announce_window``,
+``deadline_features``, with ``max_regions`` the padding), the reward (``reward``) and the
+env's manners (``illegal_action``, ``info``, ``max_steps``, ``render_mode``).
+docs/environment.md's "Registered variants" table gives every registered id's value of each.
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ class EnvSettings:
     preempt_window: int
     preempt_wake_s: float
     announce_window: int
+    deadline_features: bool
     replica_choices: int
     info_level: str
     max_steps: int | None
@@ -111,7 +112,8 @@ class EnvSettings:
 
     @property
     def enabled(self) -> tuple[str, ...]:
-        """The keywords that add optional observation arrays (``features.OPTIONAL_FEATURES``)."""
+        """The keywords that add optional observation arrays or columns
+        (``features.OPTIONAL_FEATURES``)."""
         flags = {
             "grid_features": self.grid_features,
             "fault_features": self.fault_features,
@@ -119,6 +121,7 @@ class EnvSettings:
             "preempt_window": self.preempt_window > 0,
             "announce_window": self.announce_window > 0,
             "replica_choices": self.replica_choices > 0,
+            "deadline_features": self.deadline_features,
         }
         return tuple(name for name, on in flags.items() if on)
 
@@ -145,6 +148,7 @@ def env_settings(
     preempt_window: int = 0,
     preempt_wake_h: float = 1.0,
     announce_window: int = 0,
+    deadline_features: bool = False,
     replica_choices: int = 0,
     info: str = "lean",
     max_steps: int | None = None,
@@ -181,8 +185,12 @@ def env_settings(
       faster, zeros there, and every slot and count in the job's range legal); the optional
       arrays: ``grid_features`` (prices and carbon now), ``fault_features`` (regions down,
       links' capacity now), ``running_features`` (the running jobs and the next release) and
-      ``announce_window=N`` (the first N announced jobs of the scenario's calendar).
-    - ``reward``: a :class:`~bacepipe_env.envs.reward.RewardFn`, or its weights.
+      ``announce_window=N`` (the first N announced jobs of the scenario's calendar); and the
+      optional columns: ``deadline_features`` (each ``queue`` and ``announced`` row ends with
+      whether the job has a deadline, the time to it and its slack; semantics §15).
+    - ``reward``: a :class:`~bacepipe_env.envs.reward.RewardFn`, its weights, or the name of
+      one (:data:`~bacepipe_env.envs.reward.REWARDS`: ``"vector"``, ``"misses"``,
+      ``"tardiness"``).
     - ``illegal_action``: ``"fallback"`` (play the first legal action, flag and count it, warn
       once per env) or ``"raise"``; ``info``: ``"lean"`` or ``"full"``; ``max_steps``:
       truncate after that many steps (ids use ``TimeLimit``); ``render_mode``: ``"ansi"`` or
@@ -205,6 +213,7 @@ def env_settings(
         max_steps = require_int("max_steps", max_steps, minimum=1, exc=ValidationError)
     flags = {"allow_wait": allow_wait, "preview": preview, "grid_features": grid_features}
     flags |= {"fault_features": fault_features, "running_features": running_features}
+    flags |= {"deadline_features": deadline_features}
     for name, value in flags.items():
         cfg.require_choice(name, value, (True, False))
     return EnvSettings(
@@ -232,6 +241,7 @@ def env_settings(
             maximum=cfg.MAX_QUEUE,
             exc=ValidationError,
         ),
+        deadline_features=deadline_features,
         replica_choices=cfg.resolve_replica_choices(replica_choices, generator),
         info_level=cfg.require_choice("info", info, INFO_LEVELS),
         max_steps=max_steps,

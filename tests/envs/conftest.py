@@ -72,6 +72,8 @@ SIZED_IDS = (
     "bacepipe_env/GeoPipe-Online-Preempt-v1",
     "bacepipe_env/GeoPipe-Online-Announced-v0",
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0",
+    "bacepipe_env/GeoPipe-Online-Deadline-v0",
+    "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0",
 )
 
 
@@ -83,7 +85,7 @@ def _sized(env_id: str) -> dict[str, int]:
 def sized() -> Callable[[str], dict[str, int]]:
     """Extra kwargs that keep a per-id test short: the preempt ids' random episodes take about
     4,000 steps at their 500 jobs (a step per preemption decision), so their generic tests play
-    100 jobs, and so do the announced ids' (Online-v1 with a calendar, whose 500-job episodes
-    Online-v1's tests already play); their full episodes are tested in test_env_preemption.py
-    and test_env_announced.py."""
+    100 jobs, and so do the announced ids' and the deadline ids' (Online-v1 with a calendar or
+    deadlines, whose 500-job episodes Online-v1's tests already play); their full episodes are
+    tested in test_env_preemption.py, test_env_announced.py and test_deadline_env.py."""
     return _sized

@@ -223,7 +223,7 @@ def test_an_unknown_keyword_is_one_line_for_every_id(env_id):
 def test_the_unknown_keyword_line_of_the_random_id():
     err = _make_error(RANDOM, bogus=1)
     assert str(err) == (
-        "bogus: unknown keyword; env arguments: scenario, policy, placement, ... (21 more); "
+        "bogus: unknown keyword; env arguments: scenario, policy, placement, ... (22 more); "
         "knobs of 'random': n_regions, n_jobs, ... (14 more) (got 1)"
     )
     assert len(str(err)) == 142

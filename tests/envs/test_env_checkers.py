@@ -44,6 +44,8 @@ EXPECTED_SCENARIO = {
     "bacepipe_env/GeoPipe-Online-Preempt-v1": "online",
     "bacepipe_env/GeoPipe-Online-Announced-v0": "online",
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": "online",
+    "bacepipe_env/GeoPipe-Online-Deadline-v0": "online",
+    "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0": "online",
     "bacepipe_env/GeoPipe-Online-Elastic-v0": "online",
 }
 

@@ -42,7 +42,7 @@ def test_the_docs_carry_the_generated_observation_tables():
         "bacepipe_env.envs.features.markdown_table() between the markers"
     )
     for f in FEATURES:
-        for c in f.columns:
+        for c in f.columns + f.extra:
             assert f"`{c.name}`" in m.group(1)
     # an optional array's row names the keyword that turns it on
     assert "| `grid` | (max_regions, 2) |" in m.group(1)
@@ -56,6 +56,10 @@ def test_the_docs_carry_the_generated_observation_tables():
     assert "(optional: `announce_window > 0`)" in m.group(1)
     assert "| `replicas` | (max_queue, replica_choices, 3) |" in m.group(1)
     assert "(optional: `replica_choices > 0`)" in m.group(1)
+    # the optional columns follow their array's own, numbered on, and name their keyword
+    assert m.group(1).count("; 3 more columns with `deadline_features=True`") == 2
+    assert "| `queue` | 11 | `has_deadline` |" in m.group(1)
+    assert "| `announced` | 8 | `log_slack_hours` |" in m.group(1)
 
 
 def test_the_table_is_well_formed():
@@ -100,6 +104,7 @@ def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf
         "preempt_window",
         "announce_window",
         "replica_choices",
+        "deadline_features",  # optional columns, not an array
     )
     assert [(f.name, f.enabled_by) for f in FEATURES if f.enabled_by] == [
         ("grid", "grid_features"),
@@ -113,8 +118,11 @@ def test_grid_is_the_first_optional_array_and_the_one_bounded_below_by_minus_inf
         ("replicas", "replica_choices"),
     ]
     assert feature("grid").column_names == GRID_FEATURES == ("price_now", "carbon_now")
-    lows = {(f.name, c.name): c.low for f in FEATURES for c in f.columns}
+    lows = {(f.name, c.name): c.low for f in FEATURES for c in f.columns + f.extra}
     assert lows.pop(("grid", "price_now")) == -np.inf  # negative hourly prices are real
+    for name in ("queue", "announced"):  # an overdue job's time to its deadline, its slack
+        assert lows.pop((name, "log_to_deadline_hours")) == -np.inf
+        assert lows.pop((name, "log_slack_hours")) == -np.inf
     assert set(lows.values()) == {0.0}
     assert [f.name for f in active_features()] == ["regions", "bandwidth", "queue", "summary"]
     assert [f.name for f in active_features({"grid_features"})][-1] == "grid"
@@ -175,7 +183,7 @@ def test_spaces_and_observations_follow_the_table(env_id):
     obs, _ = env.reset(seed=0)
     assert list(obs) == [f.name for f in active] + ["action_mask"]
     for f in active:
-        shape = f.resolve(u.max_queue, u.max_regions, w, a, r)
+        shape = f.resolve(u.max_queue, u.max_regions, w, a, r, enabled)
         assert space[f.name].shape == shape
         assert obs[f.name].shape == shape and obs[f.name].dtype == np.float32
     assert space["action_mask"] == gym.spaces.MultiBinary(u.n_actions)

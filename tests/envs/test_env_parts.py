@@ -101,7 +101,8 @@ def test_reward_terms_keep_their_positional_meaning():
     """``carbon`` is keyword-only: ``RewardTerms(jct, cost, illegal)`` means what it did."""
     terms = RewardTerms(0.2, 0.1, True)
     assert terms.illegal is True and terms.carbon == 0.0
-    assert RewardTerms.names() == ("jct", "cost", "carbon")
+    assert terms.misses == terms.tardiness == 0.0  # the deadline terms are keyword-only too
+    assert RewardTerms.names() == ("jct", "cost", "carbon", "misses", "tardiness")
     with pytest.raises(TypeError):
         RewardTerms(0.2, 0.1, False, 0.3)  # type: ignore[misc]
 
@@ -118,7 +119,8 @@ def test_vector_reward_returns_the_unweighted_terms():
     assert VectorReward(("cost",))(RewardTerms(1.0, 2.0)).tolist() == [-2.0]
     assert VectorReward(("jct", "cost"))(RewardTerms(1.0, 2.0, carbon=3.0)).tolist() == [-1, -2]
     assert VectorReward()(RewardTerms(1.0, 2.0, carbon=3.0)).tolist() == [-1.0, -2.0, -3.0]
-    assert VectorReward().terms == RewardTerms.names() == ("jct", "cost", "carbon")
+    assert VectorReward().terms == RewardTerms.names()[:3] == ("jct", "cost", "carbon")
+    assert VectorReward(("jct", "misses"))(RewardTerms(1.0, misses=2.0)).tolist() == [-1, -2]
     for bad in ((), ("co2",), ("illegal",)):
         with pytest.raises(ValidationError, match="terms"):
             VectorReward(bad)

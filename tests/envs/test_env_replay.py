@@ -36,7 +36,8 @@ FIG1 = "bacepipe_env/GeoPipe-Fig1-v2"
 ISSUE_SEED = 11_000_003
 
 #: Per id, a policy that plays what the id adds (preempt actions, the calendar, copies of a
-#: pipeline) and keywords that keep the episode small; an id not listed plays the default.
+#: pipeline, deadlines) and keywords that keep the episode small; an id not listed plays the
+#: default.
 #: The online ids' 500-job workload is cut to 40 jobs (n_jobs), which their window still holds.
 _ONLINE = {"n_jobs": 40}
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -48,6 +49,9 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "bacepipe_env/GeoPipe-Online-Announced-v0": ("sjf+announce", _ONLINE),
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0": ("sjf+announce+srtf", _ONLINE),
     "bacepipe_env/GeoPipe-Online-Elastic-v0": ("sjf+finish-aware+elastic", _ONLINE),
+    # the deadline ids: orderings that read the deadlines (semantics §15)
+    "bacepipe_env/GeoPipe-Online-Deadline-v0": ("edf+deadline-aware", _ONLINE),
+    "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0": ("lsf+finish-aware", _ONLINE),
 }
 DEFAULT_CASE: tuple[str, dict[str, Any]] = ("sjf+finish-aware", {})
 
@@ -187,7 +191,7 @@ def test_simulate_takes_a_scenario_or_an_env_id(capsys: pytest.CaptureFixture[st
     assert neither.value.code == 2
     assert "one of the arguments --scenario --env-id is required" in capsys.readouterr().err
     assert main(["simulate", "--env-id", "nope"]) == 2
-    assert "--env-id: unknown environment id" in capsys.readouterr().err
+    assert "--env-id: unknown id" in capsys.readouterr().err
 
 
 def test_world_flags_are_the_envs_keywords(capsys: pytest.CaptureFixture[str]) -> None:

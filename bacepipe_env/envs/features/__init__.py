@@ -13,15 +13,17 @@ per module:
   :class:`Decision` (:mod:`.decision`);
 - the arrays' functions by concept: :mod:`.cluster` (``regions``, ``bandwidth``, ``summary``),
   :mod:`.pending` (``queue``, ``wait_preview``), :mod:`.running` (``running``, ``release``,
-  ``running_jobs``), :mod:`.grid`, :mod:`.faults` and :mod:`.announced`;
+  ``running_jobs``), :mod:`.grid`, :mod:`.faults` and :mod:`.announced`, and :mod:`.deadlines`
+  (the optional deadline columns of the ``queue`` and ``announced`` rows);
 - :mod:`.layouts`: the Gymnasium spaces (:func:`observation_space`, :func:`flat_space`) and the
   ``"flat"`` and ``"masked"`` layouts.
 
 Every value is float32, brought to O(1) by :class:`~bacepipe_env.envs.config.ObsScales`, and
 >= 0 except ``grid``'s ``price_now``: an hourly electricity price can be negative, so that
-column's Box bound is ``-inf`` (the only one). The observation holds only what a real
-scheduler knows: no future arrivals (but the announced ones, the scenario's calendar), no
-future prices, no future faults.
+column's Box bound is ``-inf``; and, with ``deadline_features``, the time to a deadline and the
+slack, which are negative once a job is late or cannot make it (Box bound ``-inf`` too).
+The observation holds only what a real scheduler knows: no future arrivals (but the announced
+ones, the scenario's calendar), no future prices, no future faults.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .layouts import flat_space, flatten, layout, layout_space, observation_spac
 from .table import (
     ANNOUNCED_FEATURES,
     BANDWIDTH_LAYERS,
+    DEADLINE_FEATURES,
     FEATURES,
     GRID_FEATURES,
     LINK_FAULT_LAYERS,
@@ -54,6 +57,7 @@ from .table import (
 __all__ = [
     "ANNOUNCED_FEATURES",
     "BANDWIDTH_LAYERS",
+    "DEADLINE_FEATURES",
     "FEATURES",
     "GRID_FEATURES",
     "LINK_FAULT_LAYERS",

@@ -52,9 +52,10 @@ class ObservationEncoder(EncoderState):
         self.announce_window = announce_window
         self.replica_choices = replica_choices
         self.scales = scales
+        self.deadline_features = "deadline_features" in enabled
         self.shapes = {
             f.name: f.resolve(
-                max_queue, max_regions, preempt_window, announce_window, replica_choices
+                max_queue, max_regions, preempt_window, announce_window, replica_choices, enabled
             )
             for f in FEATURES
         }

@@ -24,11 +24,11 @@ def observation_space(
     announce_window: int = 0,
     replica_choices: int = 0,
 ) -> spaces.Dict:
-    """The Dict space of the active :data:`FEATURES` (see :func:`active_features`) plus the
-    action mask."""
+    """The Dict space of the active :data:`FEATURES` (see :func:`active_features`, with the
+    optional columns of the keywords ``enabled``) plus the action mask."""
+    sizes = (max_queue, max_regions, preempt_window, announce_window, replica_choices)
     arrays: dict[str, spaces.Space[Any]] = {
-        f.name: f.space(max_queue, max_regions, preempt_window, announce_window, replica_choices)
-        for f in active_features(enabled)
+        f.name: f.space(*sizes, enabled) for f in active_features(enabled)
     }
     arrays["action_mask"] = spaces.MultiBinary(n_actions)
     return spaces.Dict(arrays)

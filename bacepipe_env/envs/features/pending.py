@@ -16,6 +16,7 @@ from ...core.admission import finish_after_release
 from ...core.job_fields import queue_fields
 from ...core.placement import Placement
 from ...core.units import SECONDS_PER_HOUR
+from .deadlines import deadline_columns
 from .decision import Decision
 
 if TYPE_CHECKING:
@@ -29,56 +30,72 @@ COLUMNS_FROM = 48
 #: follow the static ones (3-5), from column 6 on, and the preview's follow them.
 _FIELDS = tuple((f.snapshot, f.queue.value) for f in queue_fields() if f.queue is not None)
 _PREVIEW = 6 + len(_FIELDS)
+#: The columns every ``queue`` row has: the deadline columns (``deadline_features``) follow.
+_WIDTH = _PREVIEW + 4
 
 
 def encode_queue(enc: EncoderState, d: Decision) -> np.ndarray:
     """The ``queue`` array: per slot of the visible window, the job's Eq. (9)-(10) terms, its
     static columns, its job fields' columns (its wait so far) and its placement preview (row
     by row for a narrow window, column by column from :attr:`ObservationEncoder.job_table`
-    from :data:`COLUMNS_FROM` jobs)."""
-    q, sc, log10, h = d.queue, enc.scales, math.log10, SECONDS_PER_HOUR
+    from :data:`COLUMNS_FROM` jobs), then, with ``deadline_features``, its deadline columns
+    (from the snapshot's ``due`` and ``ideal_execution``)."""
+    q = d.queue
     out = np.zeros(enc.shapes["queue"], dtype=np.float32)
-    ids = q.job_ids
-    n = len(ids)
+    n = len(q.job_ids)
     if not n:
         return out
+    if n < COLUMNS_FROM:  # a narrow window: row by row in Python is cheaper
+        out[:n, :_WIDTH] = _rows(enc, d)
+    else:
+        _columns(enc, d, out)
+    if enc.deadline_features:
+        out[:n, _WIDTH:] = deadline_columns(q.due, q.ideal_execution, q.time, enc.scales.log_hours)
+    return out
+
+
+def _rows(enc: EncoderState, d: Decision) -> list[tuple[float, ...]]:
+    """The ``queue`` rows of a narrow window, row by row (every column but the deadlines')."""
+    q, sc, log10, h = d.queue, enc.scales, math.log10, SECONDS_PER_HOUR
+    ids = q.job_ids
     e_max, b_max = q.pending_e1_max, q.pending_bkstar_max
     now, lh, kk, price = q.time, sc.log_hours, enc.max_regions, sc.price
-    if n < COLUMNS_FROM:  # a narrow window: row by row in Python is cheaper
-        static, k_star, e1, bk = (
-            enc.job_static,
-            enc.k_star,
-            q.single_gpu_exec,
-            q.min_bandwidth_kstar,
-        )
-        fields = [(getattr(q, name), value) for name, value in _FIELDS]
-        rows = []
-        for i, (job, pv) in enumerate(zip(ids, d.previews)):
-            if pv is None:
-                preview: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
-            else:
-                pl = pv.placement
-                preview = (
-                    pl.n_gpus / k_star[job],
-                    len(pl.path) / kk,
-                    log10(1.0 + pv.execution / h) / lh,
-                    pv.avg_price / price,
-                )
-            rows.append(
-                (
-                    1.0,
-                    e1[i] / e_max if e_max > 0 else 0.0,  # Eq. (9)
-                    bk[i] / b_max if b_max > 0 else 0.0,  # Eq. (10)
-                    *static[job],
-                    *[value(seq[i], now, lh) for seq, value in fields],  # wait so far, ...
-                    *preview,
-                )
+    static, k_star, e1, bk = enc.job_static, enc.k_star, q.single_gpu_exec, q.min_bandwidth_kstar
+    fields = [(getattr(q, name), value) for name, value in _FIELDS]
+    rows = []
+    for i, (job, pv) in enumerate(zip(ids, d.previews)):
+        if pv is None:
+            preview: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)
+        else:
+            pl = pv.placement
+            preview = (
+                pl.n_gpus / k_star[job],
+                len(pl.path) / kk,
+                log10(1.0 + pv.execution / h) / lh,
+                pv.avg_price / price,
             )
-        out[:n] = rows
-        return out
-    # a wide one: column by column, gathered with numpy from the per-job table; every
-    # division is IEEE's either way, so the float64 values (and their float32 casts) are the
-    # row-by-row ones
+        rows.append(
+            (
+                1.0,
+                e1[i] / e_max if e_max > 0 else 0.0,  # Eq. (9)
+                bk[i] / b_max if b_max > 0 else 0.0,  # Eq. (10)
+                *static[job],
+                *[value(seq[i], now, lh) for seq, value in fields],  # wait so far, ...
+                *preview,
+            )
+        )
+    return rows
+
+
+def _columns(enc: EncoderState, d: Decision, out: np.ndarray) -> None:
+    """Fill the ``queue`` columns of a wide window (every one but the deadlines') column by
+    column, gathered with numpy from the per-job table; every division is IEEE's either way,
+    so the float64 values (and their float32 casts) are the row-by-row ones."""
+    q, sc, log10, h = d.queue, enc.scales, math.log10, SECONDS_PER_HOUR
+    ids = q.job_ids
+    n = len(ids)
+    e_max, b_max = q.pending_e1_max, q.pending_bkstar_max
+    now, lh, kk, price = q.time, sc.log_hours, enc.max_regions, sc.price
     row = enc.job_row
     table = enc.job_table[[row[j] for j in ids]]
     out[:n, 0] = 1.0
@@ -104,7 +121,6 @@ def encode_queue(enc: EncoderState, d: Decision) -> np.ndarray:
         out[slots, p + 1] = np.array(hops, dtype=np.float64) / kk
         out[slots, p + 2] = logs
         out[slots, p + 3] = np.array(prices, dtype=np.float64) / price
-    return out
 
 
 def encode_wait_preview(enc: EncoderState, d: Decision) -> np.ndarray:

@@ -23,6 +23,7 @@ class EncoderState:
     preempt_window: int
     announce_window: int
     replica_choices: int
+    deadline_features: bool  # the queue and announced rows end with the deadline columns
     scales: ObsScales
     shapes: dict[str, tuple[int, ...]]  # feature name -> its array's shape (every feature)
     k: int  # the episode's regions

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANNOUNCED_FEATURES",
     "BANDWIDTH_LAYERS",
+    "DEADLINE_FEATURES",
     "FEATURES",
     "GRID_FEATURES",
     "LINK_FAULT_LAYERS",
@@ -67,6 +68,7 @@ class Column:
     name: str
     description: str
     low: float = 0.0
+    enabled_by: str | None = None  # an optional column's GeoPipeEnv keyword (Feature.extra)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class Feature:
     the axis ``column_axis`` (the last one, the first for ``bandwidth``). ``enabled_by`` is
     None for an array every observation has, else the ``GeoPipeEnv`` keyword (a bool, default
     False, or ``preempt_window`` / ``announce_window`` / ``replica_choices`` > 0) that adds it.
+    ``extra`` are optional columns that follow ``columns`` when their own ``enabled_by``
+    keyword is on (``deadline_features``), in order; ``shape`` counts ``columns`` alone, and
+    :meth:`resolve` and :meth:`space` add the extra columns of the ``enabled`` keywords.
     """
 
     name: str
@@ -87,6 +92,7 @@ class Feature:
     encode: Callable[[EncoderState, Decision], np.ndarray]
     column_axis: int = -1
     enabled_by: str | None = None
+    extra: tuple[Column, ...] = ()
 
     def resolve(
         self,
@@ -95,10 +101,12 @@ class Feature:
         preempt_window: int = 0,
         announce_window: int = 0,
         replica_choices: int = 0,
+        enabled: Collection[str] = (),
     ) -> tuple[int, ...]:
         """The concrete shape for a window of ``max_queue``, ``max_regions`` regions, a
         preemption window of ``preempt_window`` running jobs, ``announce_window`` announced
-        jobs and ``replica_choices`` counts of data-parallel copies."""
+        jobs and ``replica_choices`` counts of data-parallel copies, with the extra columns
+        of the keywords in ``enabled``."""
         sizes = {
             "max_queue": max_queue,
             "max_regions": max_regions,
@@ -106,11 +114,18 @@ class Feature:
             "announce_window": announce_window,
             "replica_choices": replica_choices,
         }
-        return tuple(sizes[d] if isinstance(d, str) else d for d in self.shape)
+        shape = [sizes[d] if isinstance(d, str) else d for d in self.shape]
+        shape[self.column_axis] += len(self.active_columns(enabled)) - len(self.columns)
+        return tuple(shape)
+
+    def active_columns(self, enabled: Collection[str] = ()) -> tuple[Column, ...]:
+        """The columns an observation has with the keywords ``enabled`` on: :attr:`columns`,
+        then each of :attr:`extra` whose ``enabled_by`` is among them."""
+        return self.columns + tuple(c for c in self.extra if c.enabled_by in enabled)
 
     @property
     def column_names(self) -> tuple[str, ...]:
-        """The columns' names, in index order."""
+        """The columns' names, in index order (without the optional :attr:`extra` ones)."""
         return tuple(c.name for c in self.columns)
 
     def space(
@@ -120,12 +135,14 @@ class Feature:
         preempt_window: int = 0,
         announce_window: int = 0,
         replica_choices: int = 0,
+        enabled: Collection[str] = (),
     ) -> spaces.Box:
-        """This array's Box: each column's ``low`` (broadcast along the other axes) to inf."""
+        """This array's Box (with the extra columns of the keywords ``enabled``): each
+        column's ``low`` (broadcast along the other axes) to inf."""
         shape = self.resolve(
-            max_queue, max_regions, preempt_window, announce_window, replica_choices
+            max_queue, max_regions, preempt_window, announce_window, replica_choices, enabled
         )
-        lows = [c.low for c in self.columns]
+        lows = [c.low for c in self.active_columns(enabled)]
         if not any(lows):  # all zero: the scalar-bounded Box the v1 spaces always had
             return spaces.Box(0.0, np.inf, shape=shape, dtype=np.float32)
         axis = self.column_axis % len(shape)
@@ -144,6 +161,32 @@ def _job_columns(rows: tuple[JobField, ...], array: str) -> tuple[Column, ...]:
     return tuple(Column(c.name, c.description, c.low) for c in cols)
 
 
+#: The deadline columns (``deadline_features=True``; semantics §15) that follow a job's row of
+#: the ``queue`` and ``announced`` arrays; :mod:`.deadlines` computes them. The times are in
+#: the time columns' hours scale, signed: ``sign(x) * log10(1 + abs(x) / 1 h) / log_hours``.
+DEADLINE_COLUMNS = (
+    Column(
+        "has_deadline",
+        "1 for a job with a deadline (semantics §15), else 0, and then 0 in the next two "
+        "(with `deadline_features=True`)",
+        enabled_by="deadline_features",
+    ),
+    Column(
+        "log_to_deadline_hours",
+        "time to its deadline, x = `due - now` hours, as `sign(x) * log10(1 + abs(x)) / 4`: "
+        "< 0 once it is overdue (with `deadline_features=True`)",
+        low=-np.inf,
+        enabled_by="deadline_features",
+    ),
+    Column(
+        "log_slack_hours",
+        "its slack `due - now - E*` (E* its isolated run time, the snapshot's "
+        "`ideal_execution`), the same scale: < 0 when, started now, it would finish late even "
+        "in E* (with `deadline_features=True`)",
+        low=-np.inf,
+        enabled_by="deadline_features",
+    ),
+)
 REGION_COLUMNS = (
     Column("present", "1 for a region of the scenario, 0 for padding"),
     Column("free_frac", "free GPUs / capacity"),
@@ -315,6 +358,7 @@ FEATURES: tuple[Feature, ...] = (
         "per slot of the visible window (zero rows for empty slots)",
         QUEUE_COLUMNS,
         encode_queue,
+        extra=DEADLINE_COLUMNS,
     ),
     Feature(
         "summary",
@@ -397,6 +441,7 @@ FEATURES: tuple[Feature, ...] = (
         ANNOUNCED_COLUMNS,
         encode_announced,
         enabled_by="announce_window",
+        extra=DEADLINE_COLUMNS,
     ),
     Feature(
         "replicas",
@@ -423,10 +468,16 @@ RELEASE_FEATURES = tuple(c.name for c in RELEASE_COLUMNS)
 WAIT_PREVIEW_FEATURES = tuple(c.name for c in WAIT_PREVIEW_COLUMNS)
 RUNNING_JOB_FEATURES = tuple(c.name for c in RUNNING_JOB_COLUMNS)
 ANNOUNCED_FEATURES = tuple(c.name for c in ANNOUNCED_COLUMNS)
+#: The optional columns ``deadline_features=True`` appends to ``queue`` and ``announced`` rows.
+DEADLINE_FEATURES = tuple(c.name for c in DEADLINE_COLUMNS)
 #: The ``GeoPipeEnv`` keywords that add optional arrays, in table order (one keyword may add
-#: several arrays: ``fault_features`` adds ``region_faults`` and ``link_faults``).
+#: several arrays: ``fault_features`` adds ``region_faults`` and ``link_faults``), then those
+#: that add optional columns (``deadline_features``: the ``queue``'s and ``announced``'s).
 OPTIONAL_FEATURES: tuple[str, ...] = tuple(
-    dict.fromkeys(f.enabled_by for f in FEATURES if f.enabled_by)
+    dict.fromkeys(
+        [f.enabled_by for f in FEATURES if f.enabled_by]
+        + [c.enabled_by for f in FEATURES for c in f.extra if c.enabled_by]
+    )
 )
 
 
@@ -455,10 +506,13 @@ def markdown_table() -> str:
         windows = ("preempt_window", "announce_window", "replica_choices")
         on = " > 0" if f.enabled_by in windows else "=True"
         optional = f" (optional: `{f.enabled_by}{on}`)" if f.enabled_by else ""
+        for kw in dict.fromkeys(c.enabled_by for c in f.extra):
+            n = sum(c.enabled_by == kw for c in f.extra)
+            optional += f"; {n} more columns with `{kw}=True`"
         lines.append(f"| `{f.name}` | {shape} | {f.description}{optional} |")
     lines += ["| `action_mask` | (n_actions,) | the legal actions (int8) |", ""]
     lines += ["| key | index | column | content |", "|---|---|---|---|"]
     for f in FEATURES:
-        for i, c in enumerate(f.columns):
+        for i, c in enumerate(f.columns + f.extra):
             lines.append(f"| `{f.name}` | {i} | `{c.name}` | {c.description} |")
     return "\n".join(lines) + "\n"

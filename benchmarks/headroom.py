@@ -90,7 +90,9 @@ def _lookaheads(env_id: str, n_jobs: int | None) -> tuple[str, ...]:
 #: not registered in this checkout are skipped by ``run`` (named, not an error).
 DEADLINE_ROWS: tuple[tuple[str, int | None, int, str | None, str, str], ...] = (
     ("bacepipe_env/GeoPipe-Online-Deadline-v0", 80, 20, None, "all", "misses"),
+    ("bacepipe_env/GeoPipe-Online-Deadline-v0", 80, 20, None, "all", "tardiness"),
     ("bacepipe_env/GeoPipe-Online-Announced-Deadline-v0", 80, 20, None, "all", "misses"),
+    ("bacepipe_env/GeoPipe-Online-Announced-Deadline-v0", 80, 20, None, "all", "tardiness"),
 )
 
 

@@ -215,7 +215,7 @@ WORLD: dict[str, dict[str, Any]] = {
 }
 #: Held-out episodes of an env where not :data:`EPISODES` (the planner takes 1-2 s an episode
 #: on the deadline calendar).
-ENV_EPISODES: dict[str, int] = {ANNOUNCED_DEADLINE: 100}
+ENV_EPISODES: dict[str, int] = {ANNOUNCED_DEADLINE: 50}
 #: Each env's planner, played on the same held-out episodes as the ceiling that the learned
 #: agents are measured against: the rollout planner of docs/headroom.md's row for the id, its
 #: forks finished by the id's best heuristic there, knowing what the observation shows.
@@ -276,14 +276,15 @@ def _command(recipe: str, env_id: str, seed: int, folder: Path) -> list[str]:
     ]
 
 
-def train(env_ids: list[str], force: bool) -> None:
-    """Train every (recipe, seed) of ``env_ids`` that has no model yet (or all, ``force``),
-    recipe by recipe (one that starts from another's model comes after it in RECIPES)."""
+def train(env_ids: list[str], force: bool, seeds: tuple[int, ...] = SEEDS) -> None:
+    """Train every (recipe, seed) of ``env_ids`` and ``seeds`` that has no model yet (or all,
+    ``force``), recipe by recipe (one that starts from another's model comes after it in
+    RECIPES)."""
     for recipe, envs in RECIPES.items():
         for env_id in env_ids:
             if env_id not in envs:
                 continue
-            for seed in SEEDS:
+            for seed in seeds:
                 folder = RESULTS / env_slug(env_id) / f"{recipe}-{seed}"
                 if (folder / "model.zip").is_file() and not force:
                     print(f"{folder.relative_to(ROOT)}: trained already")
@@ -472,7 +473,9 @@ def markdown(summaries: list[dict[str, Any]]) -> str:
     deadlines follow in a table of their own (:func:`deadline_markdown`)."""
     late = [s for s in summaries if "mean_miss_rate" in s]
     summaries = [s for s in summaries if "mean_miss_rate" not in s]
-    return _jct_markdown(summaries) + (deadline_markdown(late) if late else "")
+    if not late:
+        return _jct_markdown(summaries)
+    return (_jct_markdown(summaries) if summaries else "") + deadline_markdown(late)
 
 
 def _jct_markdown(summaries: list[dict[str, Any]]) -> str:
@@ -669,6 +672,11 @@ def main() -> None:
     )
     parser.add_argument("--force", action="store_true", help="train again over finished runs")
     parser.add_argument(
+        "--seeds",
+        default=",".join(map(str, SEEDS)),
+        help="train: comma-separated training seeds, of SEEDS (default all of them)",
+    )
+    parser.add_argument(
         "--heuristics-only", action="store_true", help="evaluate: only the heuristics"
     )
     parser.add_argument(
@@ -679,8 +687,11 @@ def main() -> None:
     unknown = [e for e in env_ids if e not in all_envs]
     if unknown:
         parser.error(f"no recipe for {', '.join(unknown)}; choose from {', '.join(all_envs)}")
+    seeds = tuple(int(s) for s in args.seeds.split(",") if s.strip().isdigit())
+    if not seeds or any(s not in SEEDS for s in seeds):
+        parser.error(f"--seeds: choose among {', '.join(map(str, SEEDS))}")
     if args.stage == "train":
-        train(env_ids, args.force)
+        train(env_ids, args.force, seeds)
     elif args.stage == "evaluate":
         evaluate(env_ids, args.episodes, args.heuristics_only, args.workers)
     elif args.stage == "table":

@@ -260,10 +260,14 @@ def train_command(name: str) -> TrainCommand:
     raise BacepipeError(f"bacepipe train {name} needs the train extra: {INSTALL_HINT}{missing}")
 
 
-#: GeoPipeEnv arguments that fix the observation/action layout and the placement; a learned
-#: agent must be evaluated with the same ones. Scenario arguments are not among them.
+#: GeoPipeEnv arguments that fix the observation/action layout, the placement and the
+#: admission rule; a learned agent must be evaluated with the same ones. A model trained with
+#: ``admission`` (``"deadline-plan"`` on the calendar's deadline id) only orders, as a waiting
+#: heuristic does: it brings its rule into every play, and the env holds what the rule holds.
+#: Scenario arguments are not among them.
 LAYOUT_KEYS = (
     "placement",
+    "admission",
     "max_queue",
     "max_regions",
     "allow_wait",

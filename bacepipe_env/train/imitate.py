@@ -18,14 +18,17 @@ so the saved ``model.zip`` and ``config.json`` load as ``maskable_ppo:RUN/model.
 
 Every run writes ``{logdir}/{run_name}/``: ``config.json``, ``imitate.csv`` (a row per round:
 the data's size and build time, the training loss, the student's agreement with the teacher on
-held-out states, its held-out average JCT and the teacher's) and ``model.zip``. Held-out
-states come from ``--held-out`` episodes the teacher plays on reset seeds ``eval_seed ...``,
-which no round trains on.
+held-out states, its held-out average JCT and the teacher's; where the episodes have deadlines,
+semantics §15, also the student's held-out miss rate and the teacher's) and ``model.zip``.
+Held-out states come from ``--held-out`` episodes the teacher plays on reset seeds
+``eval_seed ...``, which no round trains on.
 
 The student is played on the id's own world with its layout (what ``evaluate`` and ``compare``
 do with a learned agent), so the teacher acts in that same env: a waiting heuristic's admission
 rule and a preemptive one's rule are not the env's there, and a planner tries the wait action
-instead of its base's admission rule.
+instead of its base's admission rule. An ``admission`` in ``--env-kwargs`` is the env's for the
+teacher and the student alike, and the saved model brings it into every play (the student then
+only orders, as a waiting heuristic does: :data:`~bacepipe_env.learned.LAYOUT_KEYS`).
 """
 
 from __future__ import annotations
@@ -163,9 +166,11 @@ def collect(
     student: Any = None,
     teacher_share: float = 1.0,
     rng: np.random.Generator | None = None,
+    misses: list[float] | None = None,
 ) -> list[float]:
     """Play one episode per seed and add every visited state with the teacher's label;
-    returns each episode's average JCT (hours).
+    returns each episode's average JCT (hours), and appends each one's miss rate to
+    ``misses`` when given (NaN for an episode without deadlines, semantics §15).
 
     At each step the teacher's action is played with probability ``teacher_share``, the
     student's (``student.predict(obs, action_masks=mask, deterministic=True)``) otherwise."""
@@ -186,6 +191,8 @@ def collect(
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
         jcts.append(float(info.get("episode_avg_jct_s", float("nan"))) / SECONDS_PER_HOUR)
+        if misses is not None:
+            misses.append(float(info.get("episode_miss_rate", float("nan"))))
     return jcts
 
 
@@ -226,11 +233,21 @@ def agreement(model: Any, data: Dataset) -> float:
     return float((chosen == actions).mean())
 
 
-def _held_out_jct(env: Any, model: Any, seeds: Sequence[int]) -> float:
-    """The student's mean average JCT (hours) over the held-out seeds, played greedily as
-    every command plays a learned agent (:func:`~bacepipe_env.envs.agents.evaluate`)."""
+def _held_out(env: Any, model: Any, seeds: Sequence[int]) -> tuple[float, float]:
+    """The student's mean average JCT (hours) and mean miss rate (NaN without deadlines)
+    over the held-out seeds, played greedily as every command plays a learned agent
+    (:func:`~bacepipe_env.envs.agents.evaluate`)."""
     agent = SB3Agent(model, "maskable_ppo", "student", {})
-    return float(np.mean([r.avg_jct_h for r in evaluate(env, agent, seeds)]))
+    results = evaluate(env, agent, seeds)
+    return float(np.mean([r.avg_jct_h for r in results])), _mean_misses(
+        [r.miss_rate for r in results]
+    )
+
+
+def _mean_misses(rates: Sequence[float]) -> float:
+    """The mean of episodes' miss rates; NaN when none had deadlines."""
+    finite = [r for r in rates if np.isfinite(r)]
+    return float(np.mean(finite)) if finite else float("nan")
 
 
 def imitate(cfg: ImitateConfig, say: Any = print) -> tuple[Path, list[dict[str, float]]]:
@@ -240,7 +257,8 @@ def imitate(cfg: ImitateConfig, say: Any = print) -> tuple[Path, list[dict[str, 
     # the student is played (evaluate, compare) on the id's own world with its layout
     # (learned.layout_kwargs): the teacher acts in that same env, so its admission and
     # preemption rules are not the env's; a planner tries the wait action instead
-    layout = {k: v for k, v in teacher.env_kwargs.items() if k in LAYOUT_KEYS}
+    # (its admission too: one given in env_kwargs is the env's for both)
+    layout = {k: v for k, v in teacher.env_kwargs.items() if k in LAYOUT_KEYS and k != "admission"}
     env_kwargs = {**layout, **cfg.env_kwargs, "observation": "dict"}
     check_geopipe_id(cfg.env_id)  # CartPole-v1: one line, not a TypeError about placement
     try:
@@ -261,10 +279,14 @@ def imitate(cfg: ImitateConfig, say: Any = print) -> tuple[Path, list[dict[str, 
         rng = np.random.default_rng(cfg.seed)
         held = Dataset()
         held_seeds = list(range(cfg.eval_seed, cfg.eval_seed + cfg.held_out))
-        teacher_jct = float(np.mean(collect(env, teacher, held_seeds, held)))
+        teacher_rates: list[float] = []
+        teacher_jct = float(np.mean(collect(env, teacher, held_seeds, held, misses=teacher_rates)))
+        teacher_misses = _mean_misses(teacher_rates)
+        due = bool(np.isfinite(teacher_misses))  # the episodes have deadlines: report misses
         say(
-            f"teacher {cfg.teacher}: held-out avg JCT {teacher_jct:.2f} h over {cfg.held_out} "
-            f"episodes ({len(held):,} held-out states)"
+            f"teacher {cfg.teacher}: held-out avg JCT {teacher_jct:.2f} h"
+            + (f", misses {teacher_misses:.2%}" if due else "")
+            + f" over {cfg.held_out} episodes ({len(held):,} held-out states)"
         )
         data, rows = Dataset(), []
         started = time.perf_counter()
@@ -285,6 +307,7 @@ def imitate(cfg: ImitateConfig, say: Any = print) -> tuple[Path, list[dict[str, 
             built = time.perf_counter() - t0
             t1 = time.perf_counter()
             loss = fit(model, data, cfg, rng)
+            jct, missed = _held_out(env, model, held_seeds)
             row = {
                 "round": r,
                 "teacher_share": share,
@@ -293,14 +316,17 @@ def imitate(cfg: ImitateConfig, say: Any = print) -> tuple[Path, list[dict[str, 
                 "fit_s": time.perf_counter() - t1,
                 "loss": loss,
                 "agreement": agreement(model, held),
-                "held_out_avg_jct_h": _held_out_jct(env, model, held_seeds),
+                "held_out_avg_jct_h": jct,
                 "teacher_avg_jct_h": teacher_jct,
             }
+            if due:  # only where the episodes have deadlines: other runs' files are as they were
+                row |= {"held_out_miss_rate": missed, "teacher_miss_rate": teacher_misses}
             rows.append(row)
             say(
                 f"round {r}: {len(data):,} states (+{built:.1f} s to build), loss {loss:.4f}, "
                 f"agreement {row['agreement']:.3f} on {len(held):,} held-out states, "
                 f"held-out avg JCT {row['held_out_avg_jct_h']:.2f} h"
+                + (f", misses {missed:.2%}" if due else "")
             )
         with outputs.target(run_dir / "model.zip") as tmp:
             model.save(str(tmp))

@@ -50,6 +50,7 @@ from .tricks import Curriculum, RelativeReward, RepeatArrivals
 
 __all__ = [
     "EVAL_KEYS",
+    "MISS_KEY",
     "EvalSchedule",
     "HeldOutEval",
     "check_env_args",
@@ -136,12 +137,16 @@ def make_env(env_id: str, **kwargs: Any) -> gym.Env[Any, Any]:
 
 #: The held-out means logged at each evaluation (``eval/<key>``), in this order.
 EVAL_KEYS = ("avg_jct_h", "total_cost_usd", "carbon_kg", "return", "illegal_actions")
+#: Logged after :data:`EVAL_KEYS` only where the held-out episodes have deadlines (semantics
+#: §15): the mean miss rate (a run without deadlines logs and writes what it did before).
+MISS_KEY = "miss_rate"
 
 
 class EvalSchedule(BaseCallback):
     """Plays the current model on the held-out ``seeds`` of ``env`` (unwrapped: no
     truncation) at the schedule of ``bacepipe train learn`` and logs the means
-    ``eval/<key>`` of :data:`EVAL_KEYS` at that step through the model's logger.
+    ``eval/<key>`` of :data:`EVAL_KEYS` (and :data:`MISS_KEY` where the episodes have
+    deadlines) at that step through the model's logger.
 
     The schedule: every ``eval_freq`` environment steps, and once more at the end of training
     unless the last evaluation was at that step. ``on_policy`` learners (PPO-style, updating
@@ -190,7 +195,8 @@ class EvalSchedule(BaseCallback):
 
     def evaluate(self) -> dict[str, float]:
         """Run the held-out episodes now and log the means at the current step; returns the
-        row (``step`` and each key of :data:`EVAL_KEYS`), also kept in :attr:`history`."""
+        row (``step``, each key of :data:`EVAL_KEYS`, and :data:`MISS_KEY` where the episodes
+        have deadlines), also kept in :attr:`history`."""
         agent = SB3Agent(self.model, self.algo, "learned", self.env_kwargs)
         results = evaluate(self.env, agent, self.seeds)
         row = {
@@ -201,7 +207,10 @@ class EvalSchedule(BaseCallback):
             "return": float(np.mean([r.episode_return for r in results])),
             "illegal_actions": float(np.mean([r.illegal_actions for r in results])),
         }
-        for key in EVAL_KEYS:
+        rates = [r.miss_rate for r in results if np.isfinite(r.miss_rate)]
+        if rates:
+            row[MISS_KEY] = float(np.mean(rates))
+        for key in (*EVAL_KEYS, MISS_KEY) if rates else EVAL_KEYS:
             self.logger.record(f"eval/{key}", row[key])
         self.logger.dump(self.num_timesteps)
         self.history.append(row)
@@ -586,6 +595,7 @@ def main(
             f"held-out eval at step {int(last['step'])}: avg JCT {last['avg_jct_h']:.2f} h, "
             f"total cost ${last['total_cost_usd']:,.2f}, return {last['return']:.4f}, "
             f"illegal actions {last['illegal_actions']:.2f}/episode"
+            + (f", misses {last[MISS_KEY]:.2%}" if MISS_KEY in last else "")
         )
     print(f"model: {run_dir / 'model.zip'}")
     print(f"TensorBoard: tensorboard --logdir {run_dir.parent}")

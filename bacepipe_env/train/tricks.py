@@ -32,12 +32,24 @@ __all__ = ["Curriculum", "RelativeReward", "RepeatArrivals", "baseline_return"]
 def baseline_return(env: Any, policy: Any) -> float:
     """``policy``'s return on ``env``'s current episode, in the env's own reward: its jobs'
     summed JCT, cost (electricity and egress) and carbon, weighted and scaled as the env's
-    :class:`~bacepipe_env.envs.reward.JctCostReward` weights and scales them. The simulator
-    plays the policy on the episode's scenario (its own admission and preemption rules)."""
+    :class:`~bacepipe_env.envs.reward.JctCostReward` weights and scales them; under a
+    :class:`~bacepipe_env.envs.reward.DeadlineReward` (semantics §15) minus its misses
+    (``"misses"``) or its total tardiness over the env's ``tardiness_norm`` (``"tardiness"``),
+    what that reward sums to over an episode. The simulator plays the policy on the episode's
+    scenario (its own admission and preemption rules)."""
+    from ..envs.reward import DeadlineReward
+
     base = env.unwrapped
+    if isinstance(base.reward_fn, DeadlineReward):
+        result = policy.simulate(base.scenario)
+        if base.reward_fn.term == "misses":
+            return -float(sum(r.missed for r in result.records))
+        return -float(result.total_tardiness / base.reward_scales.tardiness_norm)
     config = getattr(base.reward_fn, "config", None)
     if config is None or not hasattr(config, "jct_weight"):
-        raise ValidationError("relative_to", policy, "needs the env's scalar JctCostReward")
+        raise ValidationError(
+            "relative_to", policy, "needs the env's scalar JctCostReward or a deadline reward"
+        )
     result = policy.simulate(base.scenario)
     sc = base.reward_scales
     jct = sum(r.jct for r in result.records)

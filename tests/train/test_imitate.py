@@ -64,6 +64,82 @@ def test_the_run_leaves_its_settings_rounds_and_model(sjf_run) -> None:
     # round 1 adds the student's own episodes to round 0's: more states, never fewer
     assert int(table[1]["states"]) > int(table[0]["states"]) > 0
     assert float(table[0]["teacher_share"]) == 1.0 and float(table[1]["teacher_share"]) == 0.5
+    # no deadlines on GeoPipe-v2: the file has the columns it always had
+    assert "held_out_miss_rate" not in table[0] and "teacher_miss_rate" not in table[0]
+    assert "admission" not in saved["env_kwargs"]
+
+
+DEADLINE_ID = "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0"
+
+
+@pytest.fixture(scope="module")
+def deadline_run(tmp_path_factory: pytest.TempPathFactory):
+    """A short imitation of lsf+deadline-plan on the deadline calendar (30-job episodes),
+    the student bringing the rule's admission; held-out seeds 12-15, where the rule misses
+    1, 1, 0 and 5 of 30 deadlines (its own play, checked below)."""
+    cfg = ImitateConfig(
+        teacher="lsf+deadline-plan",
+        env_id=DEADLINE_ID,
+        env_kwargs={"n_jobs": 30, "max_queue": 32, "admission": "deadline-plan"},
+        policy="slot",
+        episodes=4,
+        rounds=1,
+        epochs=5,
+        held_out=4,
+        eval_seed=12,
+        logdir=str(tmp_path_factory.mktemp("imitate-deadline")),
+        run_name="lsf",
+    )
+    lines: list[str] = []
+    run_dir, rows = imitate(cfg, say=lines.append)
+    return cfg, run_dir, rows, lines
+
+
+def test_a_deadline_run_reports_misses_and_its_student_brings_the_admission(deadline_run):
+    from bacepipe_env.experiments.evaluate import evaluate_policies
+    from bacepipe_env.learned import layout_kwargs
+
+    _, run_dir, rows, lines = deadline_run
+    seeds = list(range(12, 16))
+    rule = gym.make(DEADLINE_ID, n_jobs=30, max_queue=32, policy="lsf+deadline-plan")
+    own = evaluate(rule.unwrapped, make_agent("lsf+deadline-plan").bind(rule), seeds)
+    assert [round(r.miss_rate * 30) for r in own] == [1, 1, 0, 5]
+    table = list(csv.DictReader((run_dir / "imitate.csv").open()))
+    # the teacher's held-out misses are the rule's own: (1 + 1 + 0 + 5) / (4 * 30)
+    assert float(table[0]["teacher_miss_rate"]) == pytest.approx(7 / 120, rel=1e-12)
+    assert all(0.0 <= float(r["held_out_miss_rate"]) <= 1.0 for r in table)
+    assert "misses 5.83%" in lines[0] and all("misses" in line for line in lines[1:])
+    agent = load_agent(f"maskable_ppo:{run_dir / 'model.zip'}")
+    assert layout_kwargs(agent.env_kwargs)["admission"] == "deadline-plan"
+    # evaluate plays the model in the env of its admission rule: the run's own numbers
+    model = f"maskable_ppo:{run_dir / 'model.zip'}"
+    report = evaluate_policies(DEADLINE_ID, [model], 4, 12, env_kwargs={"n_jobs": 30})
+    played = report.policies[0].episodes
+    assert np.mean([r.miss_rate for r in played]) == pytest.approx(
+        rows[-1]["held_out_miss_rate"], rel=1e-12
+    )
+    assert np.mean([r.avg_jct_h for r in played]) == pytest.approx(
+        rows[-1]["held_out_avg_jct_h"], rel=1e-12
+    )
+
+
+def test_ppo_from_a_deadline_student_evaluates_by_misses_too(deadline_run, tmp_path) -> None:
+    """eval.csv gains the miss rate where the episodes have deadlines; at step 0 it is the
+    imitation student's held-out miss rate, to the last digit."""
+    from bacepipe_env.train.learn import main as learn
+
+    cfg, run_dir, rows, _ = deadline_run
+    args = [
+        "--env-id", DEADLINE_ID, "--policy", "slot", "--n-envs", "1", "--total-timesteps", "32",
+        "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1", "--eval-freq", "1000000",
+        "--n-eval", str(cfg.held_out), "--eval-seed", str(cfg.eval_seed), "--no-progress",
+        "--env-kwargs", json.dumps(cfg.env_kwargs), "--relative-to", "lsf+deadline-plan",
+        "--logdir", str(tmp_path), "--run-name", "ft", "--init-from", str(run_dir / "model.zip"),
+    ]  # fmt: skip
+    assert learn(args) == 0
+    first = next(csv.DictReader((tmp_path / "ft" / "eval.csv").open()))
+    assert float(first["step"]) == 0
+    assert float(first["miss_rate"]) == pytest.approx(rows[-1]["held_out_miss_rate"], rel=1e-12)
 
 
 class _LastLegal:
@@ -130,6 +206,7 @@ def test_ppo_goes_on_from_the_cloned_policy(sjf_run, tmp_path) -> None:
     first = next(csv.DictReader((tmp_path / "ft" / "eval.csv").open()))
     assert float(first["step"]) == 0
     assert float(first["avg_jct_h"]) == pytest.approx(rows[-1]["held_out_avg_jct_h"], rel=1e-12)
+    assert "miss_rate" not in first  # no deadlines: eval.csv's columns as they always were
 
 
 def test_init_from_a_model_of_another_network_is_one_line(sjf_run, tmp_path, capsys) -> None:

@@ -133,3 +133,23 @@ def test_a_curriculum_must_grow_and_fit_the_job_limit() -> None:
     with pytest.raises(BacepipeError, match=r"^curriculum\[0\]: must be in \[1, "):
         TrainConfig(curriculum=[0, 20])
     assert TrainConfig(curriculum=[20, 40]).curriculum == [20, 40]
+
+
+def test_under_the_misses_reward_the_heuristic_is_paid_in_its_misses() -> None:
+    """On the deadline calendar (30 jobs, seed 3), edf+finish-aware misses 3 deadlines and
+    lsf+deadline-plan none (measured by each rule's own play below): relative to itself
+    edf+finish-aware earns 0, relative to lsf+deadline-plan -3 - 0 = -3."""
+    env_id = "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0"  # reward="misses"
+    world = {"n_jobs": 30, "policy": "edf+finish-aware"}
+    plain = gym.make(env_id, **world).unwrapped
+    raw, info = _play(plain, make_agent("edf+finish-aware").bind(plain), 3)
+    assert raw == -3.0 and info["episode_miss_rate"] == pytest.approx(3 / 30)
+    planned = gym.make(env_id, n_jobs=30, policy="lsf+deadline-plan").unwrapped
+    best, _ = _play(planned, make_agent("lsf+deadline-plan").bind(planned), 3)
+    assert best == 0.0
+    itself = RelativeReward(gym.make(env_id, **world).unwrapped, "edf+finish-aware")
+    rel, info = _play(itself, make_agent("edf+finish-aware").bind(itself), 3)
+    assert rel == 0.0 and info["baseline_return"] == -3.0
+    other = RelativeReward(gym.make(env_id, **world).unwrapped, "lsf+deadline-plan")
+    rel, info = _play(other, make_agent("edf+finish-aware").bind(other), 3)
+    assert rel == -3.0 and info["baseline_return"] == 0.0

@@ -67,7 +67,7 @@ __all__ = [
 #: The paper's heuristics (the default of ``--policies`` before it became every heuristic of
 #: the environment, :func:`~bacepipe_env.experiments.headroom.env_heuristics`).
 HEURISTICS = ("bace-pipe", "fcfs", "sjf", "lcf", "ldf", "cr-lcf", "cr-ldf")
-_TAGS = ("avg_jct_h", "total_cost_usd", "carbon_kg", "return")
+_TAGS = ("avg_jct_h", "total_cost_usd", "carbon_kg", "return", "miss_rate")
 #: The folder (under ``--logdir``) of the heuristic runs; train.compare owns it.
 HEURISTICS_DIR = "heuristics"
 
@@ -97,6 +97,7 @@ LAYOUT = (
             Chart("electricity cost ($)", (r"^eval/total_cost_usd$",)),
             Chart("carbon (kg CO2e)", (r"^eval/carbon_kg$",)),
             Chart("episode return", (r"^eval/return$",)),
+            Chart("deadline miss rate", (r"^eval/miss_rate$",)),
         ),
     ),
 )
@@ -293,6 +294,8 @@ def _values(results: list[Any]) -> dict[str, list[float]]:
         "total_cost_usd": [r.total_cost_usd for r in results],
         "carbon_kg": [r.carbon_kg for r in results],
         "return": [r.episode_return for r in results],
+        # NaN without deadlines (semantics §15): then neither logged nor charted
+        "miss_rate": [r.miss_rate for r in results],
     }
 
 

@@ -199,7 +199,8 @@ def markdown(data: dict[str, Any]) -> str:
     """The docs table."""
     lines = [
         "| env id | jobs | episodes | lookahead | best heuristic | planner's base | "
-        "planner JCT / best | cost / best | ms per decision | s per episode (max) |",
+        "planner / best (JCT, or the named objective) | cost / best | ms per decision | "
+        "s per episode (max) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:

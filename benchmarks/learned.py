@@ -110,6 +110,14 @@ DEADLINE_KWARGS: dict[str, Any] = {
     "reward": "misses",
     "admission": "deadline-plan",
 }
+#: The deadline world without a calendar: its best rule by misses on docs/headroom.md's
+#: episodes (edf+deadline-plan, 15.4% on semantics §15's), imitated in the env of its admission
+#: rule as on the calendar, and its planner over it knowing the submitted jobs (10 ms a
+#: decision; the sampled:4 one, the ceiling of a learner of the arrival statistics, costs 15x
+#: that and is reported in docs/headroom.md).
+DEADLINE = "bacepipe_env/GeoPipe-Online-Deadline-v0"
+DEADLINE_BLIND_HEURISTIC = "edf+deadline-plan"
+DEADLINE_BLIND_PLANNER = f"rollout:{DEADLINE_BLIND_HEURISTIC},objective=misses"
 
 
 def _imitation(teacher: str, episodes: int, env_kwargs: dict[str, Any] | None = None) -> Recipe:
@@ -159,6 +167,7 @@ RECIPES: dict[str, dict[str, Recipe]] = {
         # is labelled by a planning call), too slow for the session; the rule labels them in
         # seconds (docs/learned.md).
         ANNOUNCED_DEADLINE: _imitation(DEADLINE_HEURISTIC, 60, DEADLINE_KWARGS),
+        DEADLINE: _imitation(DEADLINE_BLIND_HEURISTIC, 60, DEADLINE_KWARGS),
     },
     # PPO from the imitation's student, with a return relative to the best heuristic's on the
     # same episode and each arrival sequence played twice (docs/training.md's tricks).
@@ -215,11 +224,12 @@ ENV_KWARGS: dict[str, Any] = {"reward": {"cost_weight": 0.1}}
 #: The world settings of an env's held-out episodes, where they are not the id's own (the same
 #: as its recipes train on).
 WORLD: dict[str, dict[str, Any]] = {
-    env_id: {"n_jobs": 80} for env_id in (ANNOUNCED, PREEMPT, ANNOUNCED_PREEMPT, ANNOUNCED_DEADLINE)
+    env_id: {"n_jobs": 80}
+    for env_id in (ANNOUNCED, PREEMPT, ANNOUNCED_PREEMPT, ANNOUNCED_DEADLINE, DEADLINE)
 }
 #: Held-out episodes of an env where not :data:`EPISODES` (the planner takes 1-2 s an episode
 #: on the deadline calendar).
-ENV_EPISODES: dict[str, int] = {ANNOUNCED_DEADLINE: 50}
+ENV_EPISODES: dict[str, int] = {ANNOUNCED_DEADLINE: 50, DEADLINE: 50}
 #: Each env's planner, played on the same held-out episodes as the ceiling that the learned
 #: agents are measured against: the rollout planner of docs/headroom.md's row for the id, its
 #: forks finished by the id's best heuristic there, knowing what the observation shows.
@@ -232,6 +242,7 @@ PLANNERS: dict[str, str] = {
     PREEMPT: PREEMPT_TEACHER,
     ANNOUNCED_PREEMPT: f"{PREEMPT_TEACHER},lookahead=announced:24",
     ANNOUNCED_DEADLINE: DEADLINE_PLANNER,
+    DEADLINE: DEADLINE_BLIND_PLANNER,
 }
 
 

@@ -34,6 +34,8 @@ IDS = (
     "bacepipe_env/GeoPipe-Online-Announced-v0",
     "bacepipe_env/GeoPipe-Online-Announced-Preempt-v0",
     "bacepipe_env/GeoPipe-Online-Elastic-v0",
+    "bacepipe_env/GeoPipe-Online-Deadline-v0",
+    "bacepipe_env/GeoPipe-Online-Announced-Deadline-v0",
 )
 
 

@@ -20,8 +20,8 @@ Settings follow the name after commas: ``rollout:sjf+finish-aware,k=4,lookahead=
   sampling`): each action is scored by the mean of N forks (``sampled`` is ``sampled:1``),
   the N draws the same for every action of a decision (common random numbers, from the
   planner's seed and the count of the first decision at that instant, so that decisions at
-  one instant draw alike and the chosen fork's score is reused as with ``submitted``). A fork that is not clairvoyant also draws the GPU
-  failures still to come afresh.
+  one instant draw alike and the chosen fork's score is reused as with ``submitted``). A fork
+  that is not clairvoyant also draws the GPU failures still to come afresh.
 - ``objective`` (default ``jct``): average JCT (the sum of the known jobs' time in the system,
   then their cost and emissions); ``misses``: the jobs that missed their deadline, then their
   summed tardiness, then as ``jct``; ``tardiness``: the summed tardiness, then the misses,

@@ -502,20 +502,10 @@ def _jct_markdown(summaries: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for env_id in dict.fromkeys(s["env_id"] for s in summaries):
-        mine = [s for s in summaries if s["env_id"] == env_id]
-        best, planner = mine[0]["best_heuristic"], mine[0]["planner"]
-        shown = [s for s in mine if s["policy"] in (best, planner, "bace-pipe", "sjf", "fcfs")]
-        shown += [s for s in mine if s["policy"].startswith("learned:")]
+        shown = _shown(summaries, env_id, ("bace-pipe", "sjf", "fcfs"))
         shown.sort(key=lambda s: s["mean_jct_h"][0])
         for s in shown:
-            name = s["policy"]
-            if name == best:
-                name = f"**{name}** (best heuristic)"
-            elif name == planner:
-                name = f"{name} (planner)"
-            learned = bool(s["train_seeds"])
-            if learned:
-                name += f", {s['train_seeds']} seeds"
+            name, learned = _label(s, shown)
             wall = s["train_wall_h"]
             got = s["captured"]
             lines.append(
@@ -546,6 +536,32 @@ def _jct_markdown(summaries: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _shown(
+    summaries: list[dict[str, Any]], env_id: str, also: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """The summaries of ``env_id`` a table shows: its best heuristic, its planner, the
+    heuristics ``also`` and every learned recipe (the best heuristic's and planner's names
+    are on every summary of the env)."""
+    mine = [s for s in summaries if s["env_id"] == env_id]
+    best, planner = mine[0]["best_heuristic"], mine[0]["planner"]
+    shown = [s for s in mine if s["policy"] in (best, planner, *also)]
+    return shown + [s for s in mine if s["policy"].startswith("learned:")]
+
+
+def _label(s: dict[str, Any], shown: list[dict[str, Any]]) -> tuple[str, bool]:
+    """A table row's policy cell (the best heuristic in bold, the planner named, a recipe
+    with its count of training seeds) and whether the row is a learned recipe's."""
+    name, first = s["policy"], shown[0]
+    if name == first["best_heuristic"]:
+        name = f"**{name}** (best heuristic)"
+    elif name == first["planner"]:
+        name = f"{name} (planner)"
+    learned = bool(s["train_seeds"])
+    if learned:
+        name += f", {s['train_seeds']} seeds"
+    return name, learned
+
+
 #: Besides the best heuristic, the planner and the learned recipes, the deadline table shows
 #: the other rules of docs/semantics.md §15's calendar comparison an agent can play.
 DEADLINE_SHOWN = ("edf+deadline-plan", "sjf+announce", "edf+finish-aware")
@@ -564,20 +580,10 @@ def deadline_markdown(summaries: list[dict[str, Any]]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for env_id in dict.fromkeys(s["env_id"] for s in summaries):
-        mine = [s for s in summaries if s["env_id"] == env_id]
-        best, planner = mine[0]["best_heuristic"], mine[0]["planner"]
-        shown = [s for s in mine if s["policy"] in (best, planner, *DEADLINE_SHOWN)]
-        shown += [s for s in mine if s["policy"].startswith("learned:")]
+        shown = _shown(summaries, env_id, DEADLINE_SHOWN)
         shown.sort(key=lambda s: (s["mean_miss_rate"][0], s["mean_jct_h"][0]))
         for s in shown:
-            name = s["policy"]
-            if name == best:
-                name = f"**{name}** (best heuristic)"
-            elif name == planner:
-                name = f"{name} (planner)"
-            learned = bool(s["train_seeds"])
-            if learned:
-                name += f", {s['train_seeds']} seeds"
+            name, learned = _label(s, shown)
             wall, got = s["train_wall_h"], s["captured"]
             rate = [100 * v for v in s["mean_miss_rate"]]
             lines.append(

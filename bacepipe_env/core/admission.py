@@ -29,7 +29,7 @@ A learned agent that can wait decides admission itself.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from ..errors import ValidationError
@@ -353,12 +353,15 @@ class DeadlinePlanAdmission(FinishAwareAdmission):
             return False
         return plan_start_or_hold(sim, job_id, placement)
 
-    def resize_hurts(self, before: AdmissionView, after: AdmissionView) -> bool:
-        """Whether a resize of a running job (``after``: the simulation once it is made)
-        makes the plan of the pending and announced jobs, and the running jobs' own lateness,
-        worse in (misses, tardiness): the elasticity rule then leaves the job as it is, so
-        that a grow never takes the GPUs the plan keeps for a job's deadline."""
-        return plan_outlook(after) > plan_outlook(before)
+    def resize_hurts(self, before: AdmissionView, after: Callable[[], AdmissionView]) -> bool:
+        """Whether a resize of a running job (``after()``: the simulation once it is made,
+        copied only when asked) makes the plan of the pending and announced jobs, and the
+        running jobs' own lateness, worse in (misses, tardiness): the elasticity rule then
+        leaves the job as it is, so that a grow never takes the GPUs the plan keeps for a
+        job's deadline. Without deadlines nothing is planned and no copy is made."""
+        if not before.scenario.deadlines:
+            return False
+        return plan_outlook(after()) > plan_outlook(before)
 
 
 def _plan_job(sim: AdmissionView, job_id: int, ready: float, due: float, rank: float) -> PlanJob:

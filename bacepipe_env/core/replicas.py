@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import SimulationError, choices
 from .accounting import Accounts
@@ -318,12 +318,20 @@ class ReplicaReads:
         jobs of one shape get one answer, so each shape is asked once. An admission rule that
         plans ahead (``resize_hurts``, as ``deadline-plan``) also vetoes a resize that makes
         its plan worse, the announced jobs' deadlines included."""
-        # an admission rule that plans ahead (the state's) may veto a resize
+        # an admission rule that plans ahead (the state's) may veto a resize; it is handed the
+        # copy lazily, so that a rule with nothing to plan (no deadlines) costs no copy
         hurts = getattr(getattr(self, "admission", None), "resize_hurts", None)
-        if not self._queue.pending and hurts is None:
-            return False
-        trial = self.clone()  # type: ignore[attr-defined]  # an exact continuation
-        trial.resize(job_id, replicas)
+        made: list[Any] = []
+
+        def trial_sim() -> Any:
+            if not made:
+                made.append(self.clone())  # type: ignore[attr-defined]  # an exact continuation
+                made[0].resize(job_id, replicas)
+            return made[0]
+
+        if not self._queue.pending:
+            return hurts is not None and bool(hurts(self, trial_sim))
+        trial = trial_sim()
         now = self._time
         pairs = [
             (
@@ -344,7 +352,7 @@ class ReplicaReads:
                 p = self.placement_on(j, here)
                 if p is not None and trial.placement_on(j, there) != p:
                     return True
-        return hurts is not None and bool(hurts(self, trial))
+        return hurts is not None and bool(hurts(self, trial_sim))
 
     def resize(self, job_id: int, replicas: int) -> Placement:
         """Run running job ``job_id`` on ``replicas`` data-parallel copies of its pipeline from
